@@ -1,0 +1,116 @@
+"""Typed request dependencies: the app context, sessions (one owner per transaction) and the caller."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from ..auth.keys import hash_key
+from ..context import AppContext
+from ..db.types import utcnow
+from ..errors import Unauthorized
+from ..workspaces.repository import ApiKeyRepository
+
+
+def get_context(request: Request) -> AppContext:
+    ctx: AppContext = request.app.state.ctx
+    return ctx
+
+
+Ctx = Annotated[AppContext, Depends(get_context)]
+
+
+def write_session(ctx: Ctx) -> Iterator[Session]:
+    """Commits when the handler returns, before the response is sent: a 2xx means committed."""
+    with ctx.db.transaction() as session:
+        yield session
+
+
+def read_session(ctx: Ctx) -> Iterator[Session]:
+    with ctx.db.reading() as session:
+        yield session
+
+
+WriteSession = Annotated[Session, Depends(write_session, scope="function")]
+ReadSession = Annotated[Session, Depends(read_session, scope="function")]
+
+
+@dataclass(frozen=True)
+class Caller:
+    workspace_id: str
+    key_id: str
+
+
+class _KeyCache:
+    """Short-lived cache of key lookups, so hot ingestion paths skip a query per request.
+    Revocation through this process clears it at once; other processes see it within TTL seconds."""
+
+    TTL = 5.0
+    TOUCH_EVERY = 60.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[float, Caller]] = {}
+        self._touched: dict[str, float] = {}
+
+    def get(self, key_hash: str) -> Caller | None:
+        with self._lock:
+            entry = self._entries.get(key_hash)
+        if entry and entry[0] > time.monotonic():
+            return entry[1]
+        return None
+
+    def put(self, key_hash: str, caller: Caller) -> None:
+        with self._lock:
+            self._entries[key_hash] = (time.monotonic() + self.TTL, caller)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def due_for_touch(self, key_id: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._touched.get(key_id, 0.0) < self.TOUCH_EVERY:
+                return False
+            self._touched[key_id] = now
+            return True
+
+
+key_cache = _KeyCache()
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("Send your API key as 'Authorization: Bearer <key>'. Create one with "
+                           "`rollout-server keys create --workspace NAME` or in Settings → API keys.")
+    return token.strip()
+
+
+def get_caller(request: Request, ctx: Ctx) -> Caller:
+    secret = _bearer(request)
+    key_hash = hash_key(secret)
+    caller = key_cache.get(key_hash)
+    if caller is None:
+        with ctx.db.reading() as session:
+            key = ApiKeyRepository(session).get_active_by_hash(key_hash)
+            if key is None:
+                raise Unauthorized("This API key is not valid: it is unknown or was revoked.")
+            caller = Caller(workspace_id=key.workspace_id, key_id=key.id)
+        key_cache.put(key_hash, caller)
+    if key_cache.due_for_touch(caller.key_id):
+        # last_used_at is kept to the minute; writing it on every request would serialise ingestion.
+        with ctx.db.transaction() as session:
+            ApiKeyRepository(session).touch(caller.key_id, utcnow())
+    return caller
+
+
+CurrentCaller = Annotated[Caller, Depends(get_caller)]

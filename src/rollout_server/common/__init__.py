@@ -1,0 +1,1 @@
+"""Pieces shared by every feature: pagination, wire-schema base class."""

@@ -1,0 +1,1 @@
+"""Datasets, versions and tasks."""

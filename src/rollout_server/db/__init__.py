@@ -1,0 +1,1 @@
+"""Database access: engine factory for SQLite and PostgreSQL, declarative base, portable column types."""

@@ -1,0 +1,1 @@
+"""Files: uploads, metadata and downloads of content-addressed bytes."""

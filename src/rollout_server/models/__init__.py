@@ -1,0 +1,25 @@
+"""SQLAlchemy models: the concept model's tables. Import everything here so metadata is complete."""
+
+from ..db.base import Base
+from .dataset import Dataset, DatasetVersion, Task, TaskFile
+from .file import File
+from .rollout import Rollout, Score, TraceEvent
+from .run import Run
+from .workspace import ApiKey, Membership, User, Workspace
+
+__all__ = [
+    "ApiKey",
+    "Base",
+    "Dataset",
+    "DatasetVersion",
+    "File",
+    "Membership",
+    "Rollout",
+    "Run",
+    "Score",
+    "Task",
+    "TaskFile",
+    "TraceEvent",
+    "User",
+    "Workspace",
+]

@@ -1,0 +1,103 @@
+"""Rollouts, their trace events, and scores."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ..db.base import Base
+from ..db.types import JSONType, UTCDateTime, utcnow
+
+ROLLOUT_STATUSES = ("running", "succeeded", "failed", "errored", "cancelled")
+FINAL_STATUSES = ("succeeded", "failed", "errored", "cancelled")
+EVENT_KINDS = ("message", "reasoning", "llm_call", "tool_call", "tool_result", "error", "log", "span")
+
+
+class Rollout(Base):
+    __tablename__ = "rollouts"
+    __table_args__ = (
+        UniqueConstraint("run_id", "attempt"),
+        Index("ix_rollouts_workspace_started", "workspace_id", "started_at"),
+        Index("ix_rollouts_run_task", "run_id", "task_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    attempt: Mapped[int] = mapped_column(Integer)
+    task_id: Mapped[str | None] = mapped_column(ForeignKey("tasks.id", ondelete="SET NULL"), index=True)
+    repeat_index: Mapped[int] = mapped_column(Integer, default=0)
+    input: Mapped[Any | None] = mapped_column(JSONType)
+    status: Mapped[str] = mapped_column(String(20), default="running")
+    output: Mapped[Any | None] = mapped_column(JSONType)
+    error: Mapped[str | None] = mapped_column(Text)
+    reward: Mapped[float | None] = mapped_column(Float)
+    discarded: Mapped[bool] = mapped_column(Boolean, default=False)
+    discard_reason: Mapped[str | None] = mapped_column(String(200))
+    step: Mapped[int | None] = mapped_column(Integer)
+    group_key: Mapped[str | None] = mapped_column(String(500))
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONType)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+    event_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_seq: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class TraceEvent(Base):
+    __tablename__ = "trace_events"
+    __table_args__ = (
+        UniqueConstraint("rollout_id", "event_id"),
+        Index("ix_trace_events_rollout_seq", "rollout_id", "seq"),
+    )
+
+    pk: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    rollout_id: Mapped[str] = mapped_column(ForeignKey("rollouts.id", ondelete="CASCADE"))
+    # Client-generated, so a retried batch never stores an event twice.
+    event_id: Mapped[str] = mapped_column(String(80))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(20))
+    parent_id: Mapped[str | None] = mapped_column(String(80))
+    name: Mapped[str | None] = mapped_column(String(500))
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    duration_ms: Mapped[float | None] = mapped_column(Float)
+    # Kind-specific body (role/content, arguments, usage...). Large ones live in the blob store.
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    payload_blob: Mapped[str | None] = mapped_column(String(64))
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Score(Base):
+    __tablename__ = "scores"
+    __table_args__ = (Index("ix_scores_rollout_name", "rollout_id", "name"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    rollout_id: Mapped[str] = mapped_column(ForeignKey("rollouts.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    # "number", "boolean", "category" or "text"; `value` keeps the original, `numeric_value` aggregates.
+    data_type: Mapped[str] = mapped_column(String(20))
+    value: Mapped[Any] = mapped_column(JSONType)
+    numeric_value: Mapped[float | None] = mapped_column(Float)
+    source: Mapped[str] = mapped_column(String(200), default="sdk")
+    comment: Mapped[str | None] = mapped_column(Text)
+    author: Mapped[str | None] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,1 @@
+"""Rollouts, trace events, scores and batch ingestion."""

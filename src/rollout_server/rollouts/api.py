@@ -1,0 +1,160 @@
+"""REST routes for rollouts, their trace events and scores, and the many-rollout ingestion batch."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from fastapi import APIRouter, Query
+
+from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
+from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from ..common.schemas import Page
+from ..errors import Conflict, InvalidInput, NotFound
+from . import service
+from .ingest import EventWriter
+from .repository import RolloutRepository
+from .schemas import (
+    EventBatch,
+    EventOut,
+    IngestBatch,
+    IngestResult,
+    ItemResult,
+    RolloutCreate,
+    RolloutDetail,
+    RolloutFinish,
+    RolloutOut,
+    ScoreIn,
+    ScoreOut,
+)
+
+router = APIRouter(tags=["rollouts"])
+
+Limit = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+EventsLimit = Query(200, ge=0, le=MAX_LIMIT, description="Events in the first page of the trace (0: none).")
+
+
+def _check_count(ctx: Ctx, count: int, field: str) -> None:
+    if count > ctx.settings.max_ingest_events:
+        raise InvalidInput(f"A batch holds at most {ctx.settings.max_ingest_events} events; this one has {count}. "
+                           "Split it into several requests.", field=field)
+
+
+@router.post("/runs/{run}/rollouts", response_model=RolloutOut, status_code=201)
+def start_rollout(run: str, body: RolloutCreate, caller: CurrentCaller, session: WriteSession,
+                  ctx: Ctx) -> RolloutOut:
+    """Start an attempt at a task of the run (or an ad-hoc one without a task)."""
+    rollout = service.start_rollout(session, caller.workspace_id, run, body)
+    return service.rollouts_out(session, [rollout], ctx.settings.base_url)[0]
+
+
+@router.get("/runs/{run}/rollouts/{attempt}", response_model=RolloutDetail)
+def get_attempt(run: str, attempt: int, caller: CurrentCaller, session: ReadSession, ctx: Ctx,
+                events_limit: int = EventsLimit) -> RolloutDetail:
+    """A rollout by its human handle: run number (or ID) and attempt number."""
+    rollout = service.get_by_attempt(session, caller.workspace_id, run, attempt)
+    return service.rollout_detail(session, ctx.store, rollout, ctx.settings.base_url, events_limit)
+
+
+@router.get("/rollouts", response_model=Page[RolloutOut])
+def list_rollouts(
+    caller: CurrentCaller,
+    session: ReadSession,
+    ctx: Ctx,
+    run: str | None = Query(None, description="Run ID or number."),
+    task_id: str | None = None,
+    status: Literal["running", "succeeded", "failed", "errored", "cancelled"] | None = None,
+    workflow_name: str | None = None,
+    group_id: str | None = None,
+    started_after: datetime | None = None,
+    started_before: datetime | None = None,
+    reward_min: float | None = None,
+    reward_max: float | None = None,
+    step: int | None = None,
+    group_key: str | None = None,
+    cursor: str | None = None,
+    limit: int = Limit,
+) -> Page[RolloutOut]:
+    """Rollouts, newest first, with filters."""
+    filters = {"run": run, "task_id": task_id, "status": status, "workflow_name": workflow_name,
+               "group_id": group_id, "started_after": started_after, "started_before": started_before,
+               "reward_min": reward_min, "reward_max": reward_max, "step": step, "group_key": group_key}
+    return service.list_rollouts(session, caller.workspace_id, filters=filters, cursor=cursor, limit=limit,
+                                 base_url=ctx.settings.base_url)
+
+
+@router.get("/rollouts/{rollout_id}", response_model=RolloutDetail)
+def get_rollout(rollout_id: str, caller: CurrentCaller, session: ReadSession, ctx: Ctx,
+                events_limit: int = EventsLimit) -> RolloutDetail:
+    """A rollout with its scores and the first page of its trace."""
+    rollout = service.get_rollout(session, caller.workspace_id, rollout_id)
+    return service.rollout_detail(session, ctx.store, rollout, ctx.settings.base_url, events_limit)
+
+
+@router.get("/rollouts/{rollout_id}/events", response_model=Page[EventOut])
+def list_events(rollout_id: str, caller: CurrentCaller, session: ReadSession, ctx: Ctx,
+                cursor: str | None = None, limit: int = Query(500, ge=1, le=MAX_LIMIT)) -> Page[EventOut]:
+    """The rollout's trace in order, paged."""
+    rollout = service.get_rollout(session, caller.workspace_id, rollout_id)
+    return service.events_page(session, ctx.store, rollout, cursor=cursor, limit=limit)
+
+
+@router.post("/rollouts/{rollout_id}/events", response_model=IngestResult)
+def append_events(rollout_id: str, body: EventBatch, caller: CurrentCaller, session: WriteSession,
+                  ctx: Ctx) -> IngestResult:
+    """Append trace events; re-sent ids are reported as duplicates and stored once."""
+    _check_count(ctx, len(body.events), "events")
+    service.get_rollout(session, caller.workspace_id, rollout_id)
+    writer = EventWriter(session, ctx.store, caller.workspace_id, ctx.settings.inline_payload_bytes)
+    outcome = writer.write([(rollout_id, e) for e in body.events])
+    if outcome.rejected:
+        # One rollout, one reason: refuse the whole request rather than half of it.
+        first = next(r for r in outcome.results if r.status == "rejected")
+        raise Conflict(f"Cannot append: {first.error}.")
+    return IngestResult(created=outcome.created, duplicates=outcome.duplicates, rejected=0, events=outcome.results)
+
+
+@router.post("/rollouts/{rollout_id}/finish", response_model=RolloutOut)
+def finish_rollout(rollout_id: str, body: RolloutFinish, caller: CurrentCaller, session: WriteSession,
+                   ctx: Ctx) -> RolloutOut:
+    """Finish a rollout with its output, status and error; a rollout finishes once (409 after)."""
+    rollout = service.finish_rollout(session, caller.workspace_id, rollout_id, body)
+    return service.rollouts_out(session, [rollout], ctx.settings.base_url)[0]
+
+
+@router.post("/rollouts/{rollout_id}/scores", response_model=ScoreOut, status_code=201)
+def add_score(rollout_id: str, body: ScoreIn, caller: CurrentCaller, session: WriteSession) -> ScoreOut:
+    """Add a score; the run's reward score also sets the rollout's reward."""
+    rollout = service.get_rollout(session, caller.workspace_id, rollout_id, for_update=True)
+    return service.score_out(service.add_score(session, caller.workspace_id, rollout, body))
+
+
+@router.get("/rollouts/{rollout_id}/scores", response_model=Page[ScoreOut])
+def list_scores(rollout_id: str, caller: CurrentCaller, session: ReadSession) -> Page[ScoreOut]:
+    """Scores of a rollout, oldest first."""
+    rollout = service.get_rollout(session, caller.workspace_id, rollout_id)
+    scores = RolloutRepository(session).scores_of([rollout.id])[rollout.id]
+    return Page(items=[service.score_out(s) for s in scores])
+
+
+@router.post("/ingest", response_model=IngestResult)
+def ingest(body: IngestBatch, caller: CurrentCaller, session: WriteSession, ctx: Ctx) -> IngestResult:
+    """Events and scores for many rollouts in one request, answered per item.
+    A schema-invalid item rejects the whole request (422, nothing stored); an item for an unknown or
+    finished rollout is `rejected` on its own while the rest are stored."""
+    _check_count(ctx, len(body.events), "events")
+    writer = EventWriter(session, ctx.store, caller.workspace_id, ctx.settings.inline_payload_bytes)
+    outcome = writer.write([(e.rollout_id, e) for e in body.events])
+    score_results: list[ItemResult] = []
+    for index, score in enumerate(body.scores):
+        try:
+            rollout = service.get_rollout(session, caller.workspace_id, score.rollout_id, for_update=True)
+            payload = ScoreIn(**score.model_dump(exclude={"rollout_id"}))
+            created = service.add_score(session, caller.workspace_id, rollout, payload)
+            score_results.append(ItemResult(index=index, id=created.id, status="created"))
+        except (NotFound, InvalidInput) as error:
+            score_results.append(ItemResult(index=index, status="rejected", error=error.detail))
+    rejected = outcome.rejected + sum(1 for r in score_results if r.status == "rejected")
+    return IngestResult(created=outcome.created + sum(1 for r in score_results if r.status == "created"),
+                        duplicates=outcome.duplicates, rejected=rejected, events=outcome.results,
+                        scores=score_results)

@@ -1,0 +1,145 @@
+"""Writing trace events: idempotent by client event id, ordered by seq, counters kept on the rollout.
+
+One call stores events for any number of rollouts in the caller's transaction. Rollouts are locked in
+ID order, events are inserted in one multi-row statement that skips already-stored ids, and only the
+events actually inserted move the rollout's counters (tokens, cost, event count).
+"""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy.orm import Session
+
+from ..db.types import utcnow
+from ..storage import BlobStore
+from ..storage.base import ingest_file
+from .repository import RolloutRepository
+from .schemas import EventIn, ItemResult
+
+_COMMON = {"id", "kind", "seq", "parent_id", "name", "started_at", "ended_at", "metadata", "rollout_id"}
+
+
+@dataclass
+class EventOutcome:
+    results: list[ItemResult]
+    created: int
+    duplicates: int
+    rejected: int
+
+
+def _usage_numbers(body: dict[str, Any]) -> tuple[int, int, float]:
+    usage = body.get("usage") or {}
+    if not isinstance(usage, dict):
+        return 0, 0, 0.0
+
+    def number(*names: str) -> int:
+        for name in names:
+            value = usage.get(name)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+                return int(value)
+        return 0
+
+    cost = body.get("cost")
+    cost_value = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0
+    return number("input_tokens", "prompt_tokens"), number("output_tokens", "completion_tokens"), cost_value
+
+
+class EventWriter:
+    def __init__(self, session: Session, store: BlobStore, workspace_id: str, inline_limit: int) -> None:
+        self.session = session
+        self.store = store
+        self.workspace_id = workspace_id
+        self.inline_limit = inline_limit
+        self.repo = RolloutRepository(session)
+
+    def _payload(self, event: EventIn) -> tuple[dict[str, Any] | None, str | None]:
+        body = dict(event.model_extra or {})
+        body.pop("rollout_id", None)
+        if not body:
+            return None, None
+        encoded = orjson.dumps(body)
+        if len(encoded) <= self.inline_limit:
+            return body, None
+        blob = ingest_file(self.store, self.workspace_id, io.BytesIO(encoded))
+        return {"_blob": True, "size": blob.size}, blob.sha256
+
+    def write(self, items: list[tuple[str, EventIn]], *, strict: bool = False) -> EventOutcome:
+        """Store (rollout_id, event) pairs. Items for unknown or finished rollouts are rejected one by one,
+        or — with `strict`, for the single-rollout endpoint — raise before anything is written."""
+        results: list[ItemResult | None] = [None] * len(items)
+        rollouts = self.repo.lock_many(self.workspace_id, [rid for rid, _ in items]) if items else {}
+        seen: set[tuple[str, str]] = set()
+        per_rollout: dict[str, list[int]] = defaultdict(list)
+        for index, (rollout_id, event) in enumerate(items):
+            rollout = rollouts.get(rollout_id)
+            error = None
+            if rollout is None:
+                error = f"no rollout {rollout_id} in this workspace"
+            elif rollout.status != "running":
+                error = f"rollout {rollout_id} is already {rollout.status}; events cannot be added after finish"
+            if error:
+                results[index] = ItemResult(index=index, id=event.id, status="rejected", error=error)
+                continue
+            if (rollout_id, event.id) in seen:
+                results[index] = ItemResult(index=index, id=event.id, status="duplicate")
+                continue
+            seen.add((rollout_id, event.id))
+            per_rollout[rollout_id].append(index)
+
+        rows: list[dict[str, Any]] = []
+        now = utcnow()
+        for rollout_id, indexes in per_rollout.items():
+            rollout = rollouts[rollout_id]
+            next_seq = rollout.last_seq
+            for index in indexes:
+                event = items[index][1]
+                if event.seq is None:
+                    next_seq += 1
+                    seq = next_seq
+                else:
+                    seq = event.seq
+                    next_seq = max(next_seq, seq)
+                payload, blob = self._payload(event)
+                duration = None
+                if event.started_at and event.ended_at:
+                    duration = (event.ended_at - event.started_at).total_seconds() * 1000.0
+                rows.append({
+                    "rollout_id": rollout_id, "event_id": event.id, "seq": seq, "kind": event.kind,
+                    "parent_id": event.parent_id, "name": event.name, "started_at": event.started_at,
+                    "ended_at": event.ended_at, "duration_ms": duration, "payload": payload,
+                    "payload_blob": blob, "metadata": event.metadata, "created_at": now,
+                })
+        created = self.repo.insert_events(rows) if rows else set()
+
+        for row in rows:
+            if (row["rollout_id"], row["event_id"]) not in created:
+                continue
+            # The rows are locked; the unit of work writes the changed counters on flush.
+            rollout = rollouts[row["rollout_id"]]
+            rollout.event_count += 1
+            rollout.last_seq = max(rollout.last_seq, row["seq"])
+            if row["kind"] == "llm_call" and row["payload"]:
+                tokens_in, tokens_out, cost = _usage_numbers(row["payload"])
+                rollout.input_tokens += tokens_in
+                rollout.output_tokens += tokens_out
+                rollout.cost += cost
+        self.session.flush()
+
+        for rollout_id, indexes in per_rollout.items():
+            for index in indexes:
+                event = items[index][1]
+                status = "created" if (rollout_id, event.id) in created else "duplicate"
+                results[index] = ItemResult(index=index, id=event.id, status=status)
+        final = [r for r in results if r is not None]
+        return EventOutcome(
+            results=final,
+            created=sum(1 for r in final if r.status == "created"),
+            duplicates=sum(1 for r in final if r.status == "duplicate"),
+            rejected=sum(1 for r in final if r.status == "rejected"),
+        )
+

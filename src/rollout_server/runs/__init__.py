@@ -1,0 +1,1 @@
+"""Runs: executions of a dataset version, their task lists and aggregates."""

@@ -1,0 +1,1 @@
+"""Workspaces, members and API keys."""

@@ -1,0 +1,182 @@
+"""Rollouts and traces: idempotent event batches, per-item ingestion, ordering, paging, scores, filters."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from tests.conftest import Tenant
+
+
+def ev(kind: str, event_id: str | None = None, **body) -> dict:
+    return {"id": event_id or f"ev_{uuid.uuid4().hex}", "kind": kind, **body}
+
+
+async def _rollout(api: Tenant, run: dict | None = None, **body) -> dict:
+    run = run or (await api.client.post("/api/v1/runs", json={"workflow_name": "wf"})).json()
+    response = await api.client.post(f"/api/v1/runs/{run['id']}/rollouts", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def _events(api: Tenant, rollout_id: str) -> list[dict]:
+    items, cursor = [], None
+    while True:
+        params = {"limit": 7, **({"cursor": cursor} if cursor else {})}
+        page = (await api.client.get(f"/api/v1/rollouts/{rollout_id}/events", params=params)).json()
+        items += page["items"]
+        cursor = page["next_cursor"]
+        if not cursor:
+            return items
+
+
+async def test_resending_a_batch_stores_each_event_once(api: Tenant) -> None:
+    ro = await _rollout(api)
+    batch = {"events": [ev("message", role="user", content=f"m{i}") for i in range(20)]}
+    first = (await api.client.post(f"/api/v1/rollouts/{ro['id']}/events", json=batch)).json()
+    again = (await api.client.post(f"/api/v1/rollouts/{ro['id']}/events", json=batch)).json()
+    assert (first["created"], first["duplicates"]) == (20, 0)
+    assert (again["created"], again["duplicates"]) == (0, 20)
+    assert {r["status"] for r in again["events"]} == {"duplicate"}
+    events = await _events(api, ro["id"])
+    assert [e["content"] for e in events] == [f"m{i}" for i in range(20)]
+    assert [e["seq"] for e in events] == list(range(1, 21))
+    assert (await api.client.get(f"/api/v1/rollouts/{ro['id']}")).json()["event_count"] == 20
+
+
+async def test_client_seq_orders_events_across_batches(api: Tenant) -> None:
+    ro = await _rollout(api)
+    late = [ev("log", message=f"l{i}", seq=i) for i in (5, 6)]
+    early = [ev("log", message=f"l{i}", seq=i) for i in (1, 2, 3, 4)]
+    await api.client.post(f"/api/v1/rollouts/{ro['id']}/events", json={"events": late})
+    await api.client.post(f"/api/v1/rollouts/{ro['id']}/events", json={"events": early})
+    assert [e["message"] for e in await _events(api, ro["id"])] == [f"l{i}" for i in range(1, 7)]
+    # Server-assigned seqs continue after the highest seen.
+    await api.client.post(f"/api/v1/rollouts/{ro['id']}/events", json={"events": [ev("log", message="next")]})
+    assert (await _events(api, ro["id"]))[-1]["seq"] == 7
+
+
+async def test_an_invalid_event_rejects_the_whole_batch(api: Tenant) -> None:
+    ro = await _rollout(api)
+    batch = {"events": [ev("message", role="user", content="ok"), ev("message", role="robot", content="x"),
+                        ev("tool_result", output="no call id")]}
+    response = await api.client.post(f"/api/v1/rollouts/{ro['id']}/events", json=batch)
+    assert response.status_code == 422
+    fields = [e["field"] for e in response.json()["errors"]]
+    assert fields == ["events.1", "events.2"]
+    assert await _events(api, ro["id"]) == []
+
+
+async def test_ingest_answers_per_item_for_many_rollouts(api: Tenant) -> None:
+    run = (await api.client.post("/api/v1/runs", json={})).json()
+    a, b = await _rollout(api, run), await _rollout(api, run)
+    done = await _rollout(api, run)
+    await api.client.post(f"/api/v1/rollouts/{done['id']}/finish", json={})
+    shared_id = "ev_same_id_in_two_rollouts"
+    body = {
+        "events": [
+            {**ev("message", role="user", content="a1"), "rollout_id": a["id"]},
+            {**ev("message", role="user", content="b1", event_id=shared_id), "rollout_id": b["id"]},
+            {**ev("message", role="user", content="a2", event_id=shared_id), "rollout_id": a["id"]},
+            {**ev("log", message="late"), "rollout_id": done["id"]},
+            {**ev("log", message="lost"), "rollout_id": "ro_doesnotexist"},
+        ],
+        "scores": [{"rollout_id": a["id"], "name": "reward", "value": 0.75},
+                   {"rollout_id": "ro_nope", "name": "reward", "value": 1}],
+    }
+    result = (await api.client.post("/api/v1/ingest", json=body)).json()
+    assert [r["status"] for r in result["events"]] == ["created", "created", "created", "rejected", "rejected"]
+    assert "already succeeded" in result["events"][3]["error"]
+    assert "no rollout ro_doesnotexist" in result["events"][4]["error"]
+    assert [r["status"] for r in result["scores"]] == ["created", "rejected"]
+    assert (result["created"], result["rejected"]) == (4, 3)
+    again = (await api.client.post("/api/v1/ingest", json=body)).json()
+    assert [r["status"] for r in again["events"]][:3] == ["duplicate"] * 3
+    assert [e["content"] for e in await _events(api, a["id"])] == ["a1", "a2"]
+    assert (await api.client.get(f"/api/v1/rollouts/{a['id']}")).json()["reward"] == 0.75
+
+
+async def test_large_payloads_go_to_the_blob_store_and_read_back(api: Tenant) -> None:
+    ro = await _rollout(api)
+    big = "x" * 200_000
+    await api.client.post(f"/api/v1/rollouts/{ro['id']}/events",
+                          json={"events": [ev("tool_result", call_id="c1", output=big)]})
+    (event,) = await _events(api, ro["id"])
+    assert event["output"] == big and event["call_id"] == "c1"
+
+
+async def test_finish_once_and_no_appends_after(api: Tenant) -> None:
+    ro = await _rollout(api)
+    finished = await api.client.post(f"/api/v1/rollouts/{ro['id']}/finish",
+                                     json={"error": "tool crashed", "output": {"partial": True}})
+    body = finished.json()
+    assert body["status"] == "failed" and body["error"] == "tool crashed" and body["output"] == {"partial": True}
+    assert body["latency_ms"] >= 0 and body["ended_at"]
+    again = await api.client.post(f"/api/v1/rollouts/{ro['id']}/finish", json={})
+    assert again.status_code == 409 and again.headers["content-type"] == "application/problem+json"
+    append = await api.client.post(f"/api/v1/rollouts/{ro['id']}/events",
+                                   json={"events": [ev("log", message="late")]})
+    assert append.status_code == 409
+
+
+async def test_trace_timing_tokens_and_cost(api: Tenant) -> None:
+    ro = await _rollout(api)
+    start = datetime.now(UTC)
+    span = ev("span", name="plan", started_at=start.isoformat(),
+              ended_at=(start + timedelta(milliseconds=250)).isoformat())
+    call = ev("llm_call", model="gpt", parent_id=span["id"], usage={"prompt_tokens": 7, "completion_tokens": 3},
+              cost=0.5)
+    await api.client.post(f"/api/v1/rollouts/{ro['id']}/events", json={"events": [span, call]})
+    detail = (await api.client.get(f"/api/v1/rollouts/{ro['id']}", params={"events_limit": 1})).json()
+    assert (detail["input_tokens"], detail["output_tokens"], detail["total_tokens"], detail["cost"]) == (7, 3, 10, 0.5)
+    assert len(detail["events"]) == 1 and detail["events_next_cursor"]
+    assert detail["events"][0]["duration_ms"] == 250.0
+    rest = (await api.client.get(f"/api/v1/rollouts/{ro['id']}/events",
+                                 params={"cursor": detail["events_next_cursor"]})).json()
+    assert rest["items"][0]["parent_id"] == span["id"]
+
+
+async def test_scores_kinds_and_reward(api: Tenant) -> None:
+    run = (await api.client.post("/api/v1/runs", json={"reward_score": "accuracy"})).json()
+    ro = await _rollout(api, run)
+    for body in ({"name": "accuracy", "value": 0.9, "comment": "close"}, {"name": "passed", "value": True},
+                 {"name": "label", "value": "good", "source": "human", "author": "ann@example.com"},
+                 {"name": "note", "value": "long text", "data_type": "text"}):
+        response = await api.client.post(f"/api/v1/rollouts/{ro['id']}/scores", json=body)
+        assert response.status_code == 201, response.text
+    scores = (await api.client.get(f"/api/v1/rollouts/{ro['id']}/scores")).json()["items"]
+    assert [(s["name"], s["data_type"], s["value"]) for s in scores] == [
+        ("accuracy", "number", 0.9), ("passed", "boolean", True), ("label", "category", "good"),
+        ("note", "text", "long text")]
+    assert (await api.client.get(f"/api/v1/rollouts/{ro['id']}")).json()["reward"] == 0.9
+    bad = await api.client.post(f"/api/v1/rollouts/{ro['id']}/scores",
+                                json={"name": "x", "value": "high", "data_type": "number"})
+    assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "value"
+
+
+async def test_list_rollouts_with_filters(api: Tenant) -> None:
+    run_a = (await api.client.post("/api/v1/runs", json={"workflow_name": "alpha", "group_id": "g"})).json()
+    run_b = (await api.client.post("/api/v1/runs", json={"workflow_name": "beta"})).json()
+    made = []
+    for i in range(4):
+        ro = await _rollout(api, run_a if i < 3 else run_b, step=i // 2, group_key=f"p{i % 2}")
+        await api.client.post(f"/api/v1/rollouts/{ro['id']}/scores", json={"name": "reward", "value": i / 4})
+        if i % 2:
+            await api.client.post(f"/api/v1/rollouts/{ro['id']}/finish", json={"status": "failed", "error": "x"})
+        made.append(ro)
+
+    async def ids(**params) -> list[str]:
+        return [r["id"] for r in (await api.client.get("/api/v1/rollouts", params=params)).json()["items"]]
+
+    assert await ids() == [r["id"] for r in reversed(made)]
+    assert await ids(run=run_a["number"]) == [made[2]["id"], made[1]["id"], made[0]["id"]]
+    assert await ids(workflow_name="beta") == [made[3]["id"]]
+    assert await ids(group_id="g", status="failed") == [made[1]["id"]]
+    assert await ids(reward_min=0.2, reward_max=0.6) == [made[2]["id"], made[1]["id"]]
+    assert await ids(step=1) == [made[3]["id"], made[2]["id"]]
+    assert await ids(group_key="p0") == [made[2]["id"], made[0]["id"]]
+    future = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    assert await ids(started_after=future) == []
+    page = (await api.client.get("/api/v1/rollouts", params={"limit": 3})).json()
+    rest = (await api.client.get("/api/v1/rollouts", params={"cursor": page["next_cursor"]})).json()
+    assert [r["id"] for r in page["items"] + rest["items"]] == [r["id"] for r in reversed(made)]
