@@ -53,6 +53,24 @@ class Settings(BaseSettings):
             return self.storage_url
         return (self.resolved_data_dir / "files").as_uri()
 
+    def resolved_secret_key(self) -> str:
+        """The configured secret, or one generated once and kept (mode 0600) in the data folder."""
+        if self.secret_key:
+            return self.secret_key
+        import os
+        import secrets
+
+        path = self.resolved_data_dir / "secret-key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                return path.read_text().strip()
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(48))
+        return path.read_text().strip()
+
     @property
     def base_url(self) -> str:
         if self.public_url:
