@@ -1,7 +1,7 @@
 """Initial schema: workspaces, users, keys, files, datasets, versions, tasks, runs, rollouts, events, scores.
 
 Revision ID: 0001_initial
-Revises: 
+Revises:
 Create Date: 2026-11-26 01:13:46.151456
 """
 
@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 import rollout_server.db.types
-from sqlalchemy.dialects import postgresql
 
 revision: str = '0001_initial'
 down_revision: str | None = None

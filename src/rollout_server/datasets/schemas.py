@@ -14,7 +14,9 @@ KEY_PATTERN = r"^[^\x00-\x1f/]{1,500}$"
 
 
 class TaskIn(Schema):
-    key: str | None = Field(None, pattern=KEY_PATTERN, description="Stable name inside the dataset; generated if omitted.")
+    key: str | None = Field(
+        None, pattern=KEY_PATTERN, description="Stable name inside the dataset; generated if omitted."
+    )
     instruction: str = ""
     input: dict[str, Any] | None = None
     expected_output: Any | None = None

@@ -98,8 +98,11 @@ def apply_version(
             if key is None:
                 continue
             if key in keys_seen:
-                raise InvalidInput(f"Task key '{key}' appears twice in this change ({keys_seen[key]} and "
-                                   f"{field}.{index}); change each task once per version.", field=f"{field}.{index}.key")
+                raise InvalidInput(
+                    f"Task key '{key}' appears twice in this change ({keys_seen[key]} and {field}.{index}); "
+                    "change each task once per version.",
+                    field=f"{field}.{index}.key",
+                )
             keys_seen[key] = f"{field}.{index}"
     _check_files(session, workspace_id, body.add, "add")
     _check_files(session, workspace_id, body.update, "update")

@@ -82,7 +82,7 @@ class RolloutRepository:
     def insert_events(self, rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
         """Insert events, skipping (rollout, event id) pairs already stored; returns the pairs inserted."""
         created: set[tuple[str, str]] = set()
-        statement = insert_ignoring_conflicts(self.session, TraceEvent.__table__, ["rollout_id", "event_id"])
+        statement = insert_ignoring_conflicts(self.session, TraceEvent.__table__, ["rollout_id", "event_id"])  # type: ignore[arg-type]
         for start in range(0, len(rows), 1000):
             chunk = rows[start : start + 1000]
             result = self.session.execute(

@@ -23,7 +23,9 @@ class EventIn(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    id: str = Field(pattern=ID_PATTERN, description="Client-generated; a re-sent event with the same id is stored once.")
+    id: str = Field(
+        pattern=ID_PATTERN, description="Client-generated; a re-sent event with the same id is stored once."
+    )
     kind: EventKind
     seq: int | None = Field(None, ge=0, description="Order within the rollout; assigned by the server when omitted.")
     parent_id: str | None = Field(None, pattern=ID_PATTERN, description="The span or call this event nests under.")

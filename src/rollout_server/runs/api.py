@@ -60,6 +60,6 @@ def finish_run(run: str, body: RunFinish, caller: CurrentCaller, session: WriteS
 @router.get("/runs/{run}/tasks", response_model=Page[RunTaskItem])
 def list_run_tasks(run: str, caller: CurrentCaller, session: ReadSession, cursor: str | None = None,
                    limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)) -> Page[RunTaskItem]:
-    """What `run.tasks` iterates: the pinned version's tasks (or the source run's failed ones) × repeats."""
+    """What `run.tasks` iterates: the pinned version's tasks (or the source run's failed ones) x repeats."""
     found = service.resolve_run(session, caller.workspace_id, run)
     return service.list_run_tasks(session, found, cursor=cursor, limit=limit)

@@ -45,9 +45,8 @@ class RunRepository:
                 query = query.where(getattr(Run, column) == filters[column])
         if before is not None:
             query = query.where((Run.created_at < before[0]) | ((Run.created_at == before[0]) & (Run.id < before[1])))
-        rows = list(self.session.scalars(query.order_by(Run.created_at.desc(), Run.id.desc()).limit(limit * 4
-                                                                                                    if filters.get("tag")
-                                                                                                    else limit)))
+        fetch = limit * 4 if filters.get("tag") else limit
+        rows = list(self.session.scalars(query.order_by(Run.created_at.desc(), Run.id.desc()).limit(fetch)))
         if filters.get("tag"):
             # Tags are a JSON list; filtering in Python keeps one query shape for both dialects.
             rows = [r for r in rows if filters["tag"] in (r.tags or [])][:limit]
@@ -65,7 +64,7 @@ class RunRepository:
             return {}
         return dict(self.session.execute(select(Run.id, Run.number).where(Run.id.in_(ids))).all())
 
-    def task_query(self, run: Run) -> Select[tuple[Task]]:
+    def task_query(self, run: Run) -> Select[Any]:
         """The distinct tasks of a run's list (before repeats), by key."""
         query = select(Task).where(Task.dataset_id == run.dataset_id, visible_in(run.dataset_version or 0))
         if run.rerun_of_id:

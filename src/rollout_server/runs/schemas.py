@@ -10,6 +10,8 @@ from pydantic import Field
 from ..common.schemas import OutSchema, Schema
 from ..datasets.schemas import TaskOut
 
+FailedStatus = Literal["failed", "errored", "cancelled", "running"]
+
 
 class RunCreate(Schema):
     dataset: str | None = Field(None, description="Dataset name or ID; omit for production traffic (ad-hoc tasks).")
@@ -26,8 +28,8 @@ class RunCreate(Schema):
     only_failed_from: str | None = Field(
         None, description="Run ID or number: run only the tasks that failed there (dataset defaults to that run's)."
     )
-    failed_statuses: list[Literal["failed", "errored", "cancelled", "running"]] = Field(
-        default_factory=lambda: ["failed", "errored"],
+    failed_statuses: list[FailedStatus] = Field(
+        default_factory=lambda: list[FailedStatus](["failed", "errored"]),
         description="Rollout statuses that count as failed for only_failed_from.",
     )
 
@@ -77,7 +79,7 @@ class RunAggregates(OutSchema):
 
 
 class RunDetail(RunOut):
-    task_count: int = Field(description="Items in the run's task list (tasks × repeats).")
+    task_count: int = Field(description="Items in the run's task list (tasks x repeats).")
     aggregates: RunAggregates
 
 

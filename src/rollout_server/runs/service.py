@@ -155,7 +155,7 @@ def list_runs(session: Session, workspace_id: str, *, filters: dict[str, object]
 
 
 def list_run_tasks(session: Session, run: Run, *, cursor: str | None, limit: int) -> Page[RunTaskItem]:
-    """The run's task list: each task of the pinned version (or only the failed ones) × repeats."""
+    """The run's task list: each task of the pinned version (or only the failed ones) x repeats."""
     repo = RunRepository(session)
     after = decode_cursor(cursor, 3)
     from_key, after_repeat, position = (after[0], after[1], after[2] + 1) if after else (None, -1, 0)
