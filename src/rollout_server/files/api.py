@@ -63,10 +63,12 @@ async def upload_file(request: Request, caller: CurrentCaller, ctx: Ctx) -> File
                 raise InvalidInput("The multipart body needs a part named 'file' holding the bytes.", field="file")
             name = service.clean_file_name(request.query_params.get("name") or upload.filename)
             media_type = service.guess_media_type(name, upload.content_type)
-            blob = await run_in_threadpool(
-                ingest_file, ctx.store, caller.workspace_id, upload.file, max_bytes=limit
-            )
-            await form.close()
+            try:
+                blob = await run_in_threadpool(
+                    ingest_file, ctx.store, caller.workspace_id, upload.file, max_bytes=limit
+                )
+            finally:
+                await form.close()
         else:
             name = service.clean_file_name(request.query_params.get("name"))
             media_type = service.guess_media_type(name, content_type)

@@ -12,6 +12,10 @@ from .s3 import S3BlobStore
 
 def open_blob_store(url: str, *, s3_endpoint_url: str | None = None, s3_region: str | None = None) -> BlobStore:
     parsed = urlparse(url)
+    if parsed.scheme == "file" and parsed.netloc not in ("", "localhost"):
+        raise ValueError(
+            f"storage URL {url!r} has a host part ({parsed.netloc!r}); use file:///absolute/path or a plain path"
+        )
     if parsed.scheme in ("", "file"):
         path = unquote(parsed.path) if parsed.scheme == "file" else url
         return LocalBlobStore(Path(path))
