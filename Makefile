@@ -5,6 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NODE_STAMP := sdk-typescript/node_modules/.installed
+# htmx and KaTeX for the web UI come from the npm registry; the server serves them from web/node_modules.
+WEB_STAMP := web/node_modules/.installed
 
 .DEFAULT_GOAL := help
 
@@ -18,15 +20,24 @@ $(STAMP): pyproject.toml sdk-python/pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]' -e 'sdk-python[cli]'
 	@touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the server, SDK and dev tools (only what is missing)
+$(WEB_STAMP): web/package.json web/package-lock.json
+	npm ci --prefix web --no-audit --no-fund --loglevel=error
+	@touch $(WEB_STAMP)
 
-run: $(STAMP) ## Start the platform on SQLite + a local files folder (./.rollout), printing URL, login and API key
+$(NODE_STAMP): sdk-typescript/package.json sdk-typescript/package-lock.json
+	@command -v npm >/dev/null || { echo "Node >= 20 and npm are needed for the TypeScript SDK"; exit 1; }
+	cd sdk-typescript && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(NODE_STAMP)
+
+install: $(STAMP) $(WEB_STAMP) ## Create .venv and install the server, SDK and dev tools (only what is missing)
+
+run: $(STAMP) $(WEB_STAMP) ## Start the platform on SQLite + a local files folder (./.rollout), printing URL, login and API key
 	$(VENV)/bin/rollout-server serve
 
-test: $(STAMP) lint ## Run every test: unit, API, SDKs, CLI, browser, on SQLite and PostgreSQL, S3 on loopback
+test: $(STAMP) $(WEB_STAMP) lint check-types ## Run every test: unit, API, SDKs, CLI, browser, on SQLite and PostgreSQL, S3 on loopback
 	$(PY) -m pytest -q
 
-test-fast: $(STAMP) ## Run the tests without lint, stopping at the first failure
+test-fast: $(STAMP) $(WEB_STAMP) ## Run the tests without lint, stopping at the first failure
 	$(PY) -m pytest -q -x
 
 lint: $(STAMP) ## ruff and mypy
@@ -37,16 +48,24 @@ format: $(STAMP) ## Format and fix imports with ruff
 	$(VENV)/bin/ruff check --fix src tests sdk-python bench
 	$(VENV)/bin/ruff format src tests sdk-python bench
 
-openapi: $(STAMP) ## Regenerate docs/openapi.json from the app
+openapi: $(STAMP) $(NODE_STAMP) ## Regenerate docs/openapi.json and the TypeScript SDK's types from it
 	$(PY) -m rollout_server.openapi docs/openapi.json
+	cd sdk-typescript && npm run --silent generate
+
+check-types: $(NODE_STAMP) ## Fail when the TypeScript SDK's generated types drift from docs/openapi.json
+	cd sdk-typescript && npm run --silent check:generated
 
 migrate: $(STAMP) ## Apply database migrations (ROLLOUT_DATABASE_URL or the SQLite default)
 	$(VENV)/bin/rollout-server db upgrade
 
-bench: $(STAMP) ## Run the benchmarks in bench/ and print their tables
+bench: $(STAMP) $(WEB_STAMP) ## Run the benchmarks in bench/ and print their tables (several minutes)
 	$(PY) bench/ingest.py
+	$(PY) bench/sdk_overhead.py
+	$(PY) bench/export.py
+	$(PY) bench/ui.py
 
 clean: ## Remove the venv, caches and the local data folder
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache web/node_modules sdk-typescript/node_modules \
+		sdk-typescript/dist examples/typescript/node_modules
 
-.PHONY: help install run test test-fast lint format openapi migrate bench clean
+.PHONY: help install run test test-fast lint format openapi check-types migrate bench clean

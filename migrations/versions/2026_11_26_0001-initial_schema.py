@@ -130,10 +130,12 @@ def upgrade() -> None:
     sa.Column('created_at', rollout_server.db.types.UTCDateTime(timezone=True), nullable=False),
     sa.Column('finished_at', rollout_server.db.types.UTCDateTime(timezone=True), nullable=True),
     sa.Column('next_attempt', sa.Integer(), nullable=False),
+    sa.Column('client_key', sa.String(length=80), nullable=True),
     sa.ForeignKeyConstraint(['dataset_id'], ['datasets.id'], name=op.f('fk_runs_dataset_id_datasets'), ondelete='SET NULL'),
     sa.ForeignKeyConstraint(['rerun_of_id'], ['runs.id'], name=op.f('fk_runs_rerun_of_id_runs'), ondelete='SET NULL'),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_runs_workspace_id_workspaces'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_runs')),
+    sa.UniqueConstraint('workspace_id', 'client_key', name=op.f('uq_runs_workspace_id_client_key')),
     sa.UniqueConstraint('workspace_id', 'number', name=op.f('uq_runs_workspace_id_number'))
     )
     with op.batch_alter_table('runs', schema=None) as batch_op:
@@ -185,11 +187,13 @@ def upgrade() -> None:
     sa.Column('cost', sa.Float(), nullable=False),
     sa.Column('event_count', sa.Integer(), nullable=False),
     sa.Column('last_seq', sa.BigInteger(), nullable=False),
+    sa.Column('client_key', sa.String(length=80), nullable=True),
     sa.ForeignKeyConstraint(['run_id'], ['runs.id'], name=op.f('fk_rollouts_run_id_runs'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['task_id'], ['tasks.id'], name=op.f('fk_rollouts_task_id_tasks'), ondelete='SET NULL'),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_rollouts_workspace_id_workspaces'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_rollouts')),
-    sa.UniqueConstraint('run_id', 'attempt', name=op.f('uq_rollouts_run_id_attempt'))
+    sa.UniqueConstraint('run_id', 'attempt', name=op.f('uq_rollouts_run_id_attempt')),
+    sa.UniqueConstraint('run_id', 'client_key', name=op.f('uq_rollouts_run_id_client_key'))
     )
     with op.batch_alter_table('rollouts', schema=None) as batch_op:
         batch_op.create_index('ix_rollouts_run_task', ['run_id', 'task_id'], unique=False)
@@ -218,10 +222,12 @@ def upgrade() -> None:
     sa.Column('source', sa.String(length=200), nullable=False),
     sa.Column('comment', sa.Text(), nullable=True),
     sa.Column('author', sa.String(length=320), nullable=True),
+    sa.Column('client_id', sa.String(length=80), nullable=True),
     sa.Column('created_at', rollout_server.db.types.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['rollout_id'], ['rollouts.id'], name=op.f('fk_scores_rollout_id_rollouts'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_scores_workspace_id_workspaces'), ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id', name=op.f('pk_scores'))
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_scores')),
+    sa.UniqueConstraint('rollout_id', 'client_id', name=op.f('uq_scores_rollout_id_client_id'))
     )
     with op.batch_alter_table('scores', schema=None) as batch_op:
         batch_op.create_index('ix_scores_rollout_name', ['rollout_id', 'name'], unique=False)

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 import httpx
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
 
 from . import __version__
@@ -18,6 +19,7 @@ from .db.migrate import upgrade
 from .demo import create_demo_content
 from .errors import install_error_handlers
 from .limits import BodySizeLimit
+from .ui import install_ui
 
 API_DESCRIPTION = """Record each attempt at a task (a rollout) once; read it as a trace, score it, export it.
 
@@ -42,9 +44,18 @@ def create_app(settings: Settings | None = None, *, context: AppContext | None =
             if first and settings.demo:
                 await _make_demo(app, first.api_key)
             print(banner(settings, first), flush=True)
+        worker = None
+        if owned and (settings.worker_in_process or ctx.db.dialect == "sqlite"):
+            # The job queue's drainer (scorers, S3 exports); PostgreSQL deployments may run
+            # `rollout-server worker` processes instead and set ROLLOUT_WORKER_IN_PROCESS=0.
+            from .scoring.worker import Worker
+
+            worker = Worker(ctx).start()
         try:
             yield
         finally:
+            if worker is not None:
+                await run_in_threadpool(worker.stop)
             if owned:
                 ctx.close()
 
@@ -59,13 +70,20 @@ def create_app(settings: Settings | None = None, *, context: AppContext | None =
     install_error_handlers(app)
 
     def limit_for(path: str) -> int:
-        if path.startswith("/api/v1/files"):
+        if path.startswith("/api/v1/files") or path == "/api/v1/imports":
             return settings.max_upload_bytes
         if path == "/api/v1/ingest" or path.endswith("/events"):
             return settings.max_ingest_bytes
         return settings.max_request_bytes
 
     app.add_middleware(BodySizeLimit, limit_for=limit_for)
+    origins = [origin.strip() for origin in settings.cors_origins.split(",") if origin.strip()]
+    if origins:
+        # Browsers running the TypeScript SDK on another origin; API keys travel in a header, not cookies.
+        app.add_middleware(
+            CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["authorization", "content-type"], expose_headers=["retry-after"], max_age=600,
+        )
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:
@@ -73,6 +91,8 @@ def create_app(settings: Settings | None = None, *, context: AppContext | None =
         return {"status": "ok", "version": __version__}
 
     app.include_router(api_router)
+    # Web UI: pages, static files, session cookie, CSRF and the Content-Security-Policy header.
+    install_ui(app, settings)
     return app
 
 

@@ -60,6 +60,40 @@ def serve(
     )
 
 
+@app.command()
+def worker(
+    concurrency: int | None = typer.Option(None, help="Jobs run at once (default ROLLOUT_WORKER_CONCURRENCY or 4)."),
+    poll: float | None = typer.Option(None, help="Seconds between looks for due jobs when idle."),
+    once: bool = typer.Option(False, "--once", help="Drain the queue once and exit."),
+    worker_id: str | None = typer.Option(None, "--id", help="Name recorded on the jobs it runs."),
+) -> None:
+    """Drain the job queue (scorers, S3 exports); run several on PostgreSQL to scale out."""
+    import signal
+    import threading
+
+    from .scoring.worker import Worker
+
+    ctx = _context()
+    runner = Worker(ctx, worker_id=worker_id, concurrency=concurrency, poll_seconds=poll)
+    console.print(f"worker [bold]{runner.worker_id}[/bold] on {_safe_url(ctx.settings)}, "
+                  f"{runner.concurrency} at a time")
+    try:
+        if once:
+            count = runner.drain(timeout=float("inf"))
+            console.print(f"ran {count} jobs")
+            return
+        stopped = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stopped.set())
+        runner.start()
+        while not stopped.wait(1.0):
+            pass
+        console.print("stopping: finishing the jobs in hand")
+        runner.stop()
+    finally:
+        ctx.close()
+
+
 @db_app.command("upgrade")
 def db_upgrade(revision: str = typer.Argument("head")) -> None:
     """Apply migrations up to REVISION (default: head)."""

@@ -34,8 +34,19 @@ class Settings(BaseSettings):
     max_ingest_events: int = 1000
     max_upload_bytes: int = 5 * 1024 * 1024 * 1024
     inline_payload_bytes: int = Field(64 * 1024, description="Event payloads above this go to the blob store.")
+    cors_origins: str = Field("", description="Comma-separated origins allowed to call the API from browsers.")
     db_pool_size: int = 10
     workers: int = 1
+
+    # Background jobs (scorers, exports to S3): see scoring/worker.py.
+    worker_in_process: bool = Field(True, description="Drain the job queue inside the server process; turn off "
+                                    "when `rollout-server worker` processes do it (PostgreSQL deployments).")
+    worker_concurrency: int = Field(4, ge=1, description="Jobs one worker runs at once (scorers mostly wait on I/O).")
+    worker_poll_seconds: float = Field(0.5, gt=0, description="How often an idle worker looks for due jobs.")
+    job_lease_seconds: float = Field(600, gt=0, description="A running job not finished by then is claimed again.")
+    scoring_max_attempts: int = Field(3, ge=1, description="Tries per scorer before its error is final.")
+    scoring_retry_seconds: float = Field(2.0, ge=0, description="First retry delay; doubles on each retry.")
+    scorer_timeout_seconds: float = Field(60.0, gt=0, description="HTTP timeout of LLM-judge and webhook scorers.")
 
     @property
     def resolved_data_dir(self) -> Path:

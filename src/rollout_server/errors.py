@@ -7,6 +7,9 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field
+from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -18,6 +21,34 @@ class ProblemResponse(Response):
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)
+
+
+class ProblemField(BaseModel):
+    field: str = Field(description="Path of the offending field inside the request, e.g. events.2.kind.")
+    message: str
+    in_: str | None = Field(None, alias="in", description="body, query, path or header.")
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem detail (`application/problem+json`)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    errors: list[ProblemField] | None = None
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entries documenting problem+json answers."""
+    descriptions = {400: "Malformed request", 401: "Missing, unknown or revoked API key", 404: "Not found",
+                    409: "Conflict with the current state", 413: "Body too large", 422: "Invalid field"}
+    return {
+        status: {"model": Problem, "description": descriptions.get(status, "Problem"),
+                 "content": {"application/problem+json": {}}}
+        for status in statuses
+    }
 
 
 class AppError(Exception):
@@ -95,9 +126,22 @@ def problem(
     return ProblemResponse(body, status_code=status, headers=headers)
 
 
+# Pydantic names the member of a union a value failed against ("value.float", "value.str"); people
+# asked for the field, so those tags are dropped from the path.
+_TYPE_TAGS = {"float", "int", "bool", "str", "dict", "list", "none", "bytes", "datetime", "date", "uuid"}
+
+
+def _is_type_tag(part: Any) -> bool:
+    return isinstance(part, str) and (part in _TYPE_TAGS or "[" in part)
+
+
 def _field_path(loc: tuple[Any, ...] | list[Any]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
-    return ".".join(parts) if parts else str(loc[0]) if loc else ""
+    """'body.events.2.kind' → 'events.2.kind': the path inside the request, without union member tags."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]
+    names = [str(p) for p in parts if not _is_type_tag(p)]
+    return ".".join(names) if names else str(loc[0]) if loc else ""
 
 
 def _validation_errors(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]], int, str, str]:
@@ -114,7 +158,14 @@ def _validation_errors(exc: RequestValidationError) -> tuple[str, list[dict[str,
                 "malformed-json",
                 "Malformed JSON",
             )
-        errors.append({"field": _field_path(loc), "in": loc[0] if loc else "body", "message": err.get("msg", "")})
+        field = _field_path(loc)
+        message = err.get("msg", "")
+        same = next((e for e in errors if e["field"] == field), None)
+        if same is not None:
+            if message not in same["message"]:
+                same["message"] += f"; or: {message}"
+            continue
+        errors.append({"field": field, "in": loc[0] if loc else "body", "message": message})
     first = errors[0] if errors else {"field": "body", "message": "invalid"}
     detail = f"Field '{first['field']}': {first['message']}"
     if len(errors) > 1:
@@ -149,6 +200,32 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
         detail, errors, status, code, title = _validation_errors(exc)
         return problem(status, code, title, detail, instance=request.url.path, errors=errors)
+
+    @app.exception_handler(IntegrityError)
+    async def _integrity_error(request: Request, exc: IntegrityError) -> Response:
+        # Two requests raced for the same unique value (a name, an idempotency key): the loser retries.
+        return problem(
+            409, "conflict", "Conflict",
+            "A concurrent request wrote the same unique value (a name or an idempotency key); retry the request.",
+            instance=request.url.path,
+        )
+
+    @app.exception_handler(PoolTimeout)
+    async def _pool_timeout(request: Request, exc: PoolTimeout) -> Response:
+        return problem(
+            503, "overloaded", "Service overloaded",
+            "Every database connection stayed busy; retry the request in a moment.",
+            instance=request.url.path, headers={"Retry-After": "1"},
+        )
+
+    @app.exception_handler(DataError)
+    async def _data_error(request: Request, exc: DataError) -> Response:
+        # A safety net: values the schemas let through but the database refuses are the client's to fix.
+        return problem(
+            422, "invalid-input", "Invalid input",
+            "A value is out of range for its field or holds characters the database cannot store.",
+            instance=request.url.path,
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:

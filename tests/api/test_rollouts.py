@@ -180,3 +180,63 @@ async def test_list_rollouts_with_filters(api: Tenant) -> None:
     page = (await api.client.get("/api/v1/rollouts", params={"limit": 3})).json()
     rest = (await api.client.get("/api/v1/rollouts", params={"cursor": page["next_cursor"]})).json()
     assert [r["id"] for r in page["items"] + rest["items"]] == [r["id"] for r in reversed(made)]
+
+
+async def test_retried_starts_and_scores_with_client_keys_are_stored_once(api: Tenant) -> None:
+    body = {"workflow_name": "wf", "client_key": "run-attempt-1"}
+    run = (await api.client.post("/api/v1/runs", json=body)).json()
+    assert (await api.client.post("/api/v1/runs", json=body)).json()["id"] == run["id"]
+    first = await _rollout(api, run, client_key="k1")
+    again = await _rollout(api, run, client_key="k1")
+    other = await _rollout(api, run, client_key="k2")
+    assert again["id"] == first["id"] and again["attempt"] == 1 and other["attempt"] == 2
+    score = {"id": "score-1", "name": "reward", "value": 1.0}
+    one = (await api.client.post(f"/api/v1/rollouts/{first['id']}/scores", json=score)).json()
+    two = (await api.client.post(f"/api/v1/rollouts/{first['id']}/scores", json=score)).json()
+    assert one["id"] == two["id"]
+    batch = {"scores": [{**score, "rollout_id": first["id"]}, {"id": "score-2", "name": "x", "value": 2,
+                                                              "rollout_id": first["id"]}]}
+    result = (await api.client.post("/api/v1/ingest", json=batch)).json()
+    assert [r["status"] for r in result["scores"]] == ["duplicate", "created"]
+    assert len((await api.client.get(f"/api/v1/rollouts/{first['id']}/scores")).json()["items"]) == 2
+
+
+async def test_cors_is_off_by_default_and_on_for_listed_origins(ctx) -> None:
+    import httpx
+
+    from rollout_server.app import create_app
+
+    preflight = {"origin": "https://agent.example", "access-control-request-method": "POST",
+                 "access-control-request-headers": "authorization, content-type"}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(context=ctx)),
+                                 base_url="http://testserver") as client:
+        assert "access-control-allow-origin" not in (await client.options("/api/v1/ingest", headers=preflight)).headers
+    ctx.settings = ctx.settings.model_copy(update={"cors_origins": "https://agent.example"})
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(context=ctx)),
+                                 base_url="http://testserver") as client:
+        answer = await client.options("/api/v1/ingest", headers=preflight)
+        assert answer.headers["access-control-allow-origin"] == "https://agent.example"
+
+
+async def test_ingest_finishes_after_its_events_with_the_clients_end_time(api: Tenant) -> None:
+    run = (await api.client.post("/api/v1/runs", json={})).json()
+    a, b = await _rollout(api, run), await _rollout(api, run)
+    ended = (datetime.now(UTC) - timedelta(milliseconds=1)).isoformat()
+    body = {
+        "events": [{**ev("message", role="assistant", content="done"), "rollout_id": a["id"]}],
+        "finishes": [{"rollout_id": a["id"], "output": "42", "ended_at": ended},
+                     {"rollout_id": b["id"], "status": "failed", "error": "boom"},
+                     {"rollout_id": "ro_unknown", "output": "x"}],
+    }
+    result = (await api.client.post("/api/v1/ingest", json=body)).json()
+    assert [r["status"] for r in result["finishes"]] == ["created", "created", "rejected"]
+    assert result["events"][0]["status"] == "created"
+    again = (await api.client.post("/api/v1/ingest", json={"finishes": body["finishes"][:1]})).json()
+    assert again["finishes"][0]["status"] == "duplicate"
+    done = (await api.client.get(f"/api/v1/rollouts/{a['id']}")).json()
+    assert done["status"] == "succeeded" and done["output"] == "42" and done["event_count"] == 1
+    assert datetime.fromisoformat(done["ended_at"]) <= datetime.fromisoformat(ended)
+    far_future = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    c = await _rollout(api, run)
+    finished = (await api.client.post(f"/api/v1/rollouts/{c['id']}/finish", json={"ended_at": far_future})).json()
+    assert datetime.fromisoformat(finished["ended_at"]) < datetime.fromisoformat(far_future)

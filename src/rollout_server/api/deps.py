@@ -58,11 +58,13 @@ class _KeyCache:
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[float, Caller]] = {}
         self._touched: dict[str, float] = {}
+        # Keys revoked through this process: refused at once, even if a concurrent request re-cached them.
+        self._revoked: set[str] = set()
 
     def get(self, key_hash: str) -> Caller | None:
         with self._lock:
             entry = self._entries.get(key_hash)
-        if entry and entry[0] > time.monotonic():
+        if entry and entry[0] > time.monotonic() and entry[1].key_id not in self._revoked:
             return entry[1]
         return None
 
@@ -70,9 +72,13 @@ class _KeyCache:
         with self._lock:
             self._entries[key_hash] = (time.monotonic() + self.TTL, caller)
 
-    def clear(self) -> None:
+    def revoke(self, key_id: str) -> None:
         with self._lock:
-            self._entries.clear()
+            self._revoked.add(key_id)
+            self._entries = {h: e for h, e in self._entries.items() if e[1].key_id != key_id}
+
+    def is_revoked(self, key_id: str) -> bool:
+        return key_id in self._revoked
 
     def due_for_touch(self, key_id: str) -> bool:
         now = time.monotonic()
@@ -105,6 +111,8 @@ def get_caller(request: Request, ctx: Ctx) -> Caller:
             if key is None:
                 raise Unauthorized("This API key is not valid: it is unknown or was revoked.")
             caller = Caller(workspace_id=key.workspace_id, key_id=key.id)
+        if key_cache.is_revoked(caller.key_id):
+            raise Unauthorized("This API key is not valid: it is unknown or was revoked.")
         key_cache.put(key_hash, caller)
     if key_cache.due_for_touch(caller.key_id):
         # last_used_at is kept to the minute; writing it on every request would serialise ingestion.

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 
 from ..api.deps import CurrentCaller, ReadSession, WriteSession
 from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
-from ..common.schemas import Page
+from ..common.schemas import INT32_MAX, Page
 from . import service
 from .schemas import AttachFiles, DatasetCreate, DatasetOut, TaskOut, VersionCreate, VersionOut
 
@@ -61,7 +61,8 @@ def list_version_tasks(dataset: str, version: int, caller: CurrentCaller, sessio
 
 @router.get("/datasets/{dataset}/tasks", response_model=Page[TaskOut])
 def list_tasks(dataset: str, caller: CurrentCaller, session: ReadSession, cursor: str | None = None,
-               limit: int = Limit, version: int | None = Query(None, ge=1, description="Default: latest."),
+               limit: int = Limit,
+               version: int | None = Query(None, ge=1, le=INT32_MAX, description="Default: latest."),
                q: str | None = Query(None, description="Substring of key or instruction.")) -> Page[TaskOut]:
     """Tasks of the latest (or a given) version, by key."""
     found = service.resolve_dataset(session, caller.workspace_id, dataset)
@@ -71,7 +72,7 @@ def list_tasks(dataset: str, caller: CurrentCaller, session: ReadSession, cursor
 
 @router.get("/datasets/{dataset}/tasks/{key}", response_model=TaskOut)
 def get_task(dataset: str, key: str, caller: CurrentCaller, session: ReadSession,
-             version: int | None = Query(None, ge=1)) -> TaskOut:
+             version: int | None = Query(None, ge=1, le=INT32_MAX)) -> TaskOut:
     """One task by key, in the latest (or a given) version."""
     found = service.resolve_dataset(session, caller.workspace_id, dataset)
     return service.get_task_by_key(session, found, key, service.resolve_version(session, found, version))

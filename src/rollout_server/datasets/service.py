@@ -46,7 +46,7 @@ def create_dataset(session: Session, workspace_id: str, body: DatasetCreate) -> 
                 latest_version=0, created_at=now, updated_at=now)
     )
     apply_version(session, workspace_id, dataset, VersionCreate(message=body.message or "created", add=body.tasks),
-                  allow_empty=True)
+                  allow_empty=True, add_field="tasks")
     return dataset
 
 
@@ -82,9 +82,16 @@ def _file_rows(task_id: str, file_ids: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def apply_version(
-    session: Session, workspace_id: str, dataset: Dataset, body: VersionCreate, *, allow_empty: bool = False
+    session: Session,
+    workspace_id: str,
+    dataset: Dataset,
+    body: VersionCreate,
+    *,
+    allow_empty: bool = False,
+    add_field: str = "add",
 ) -> DatasetVersion:
-    """Add, update and remove tasks as one new version, or change nothing and raise."""
+    """Add, update and remove tasks as one new version, or change nothing and raise.
+    `add_field` is what the request called the added tasks, so errors name the field the client sent."""
     if not (body.add or body.update or body.remove) and not allow_empty:
         raise InvalidInput("A new version needs at least one task to add, update or remove.", field="add")
     repo = DatasetRepository(session)
@@ -92,7 +99,7 @@ def apply_version(
     previous = number - 1
 
     keys_seen: dict[str, str] = {}
-    for field, items in (("add", [t.key for t in body.add]), ("update", [t.key for t in body.update]),
+    for field, items in ((add_field, [t.key for t in body.add]), ("update", [t.key for t in body.update]),
                          ("remove", list(body.remove))):
         for index, key in enumerate(items):
             if key is None:
@@ -104,7 +111,7 @@ def apply_version(
                     field=f"{field}.{index}.key",
                 )
             keys_seen[key] = f"{field}.{index}"
-    _check_files(session, workspace_id, body.add, "add")
+    _check_files(session, workspace_id, body.add, add_field)
     _check_files(session, workspace_id, body.update, "update")
 
     current = repo.current_tasks_by_key(dataset.id, list(keys_seen)) if previous > 0 else {}
@@ -116,7 +123,7 @@ def apply_version(
         key = task.key or f"task-{secrets.token_hex(5)}"
         if key in current:
             raise Conflict(f"Task '{key}' already exists in '{dataset.name}'; put it under 'update' to change it.",
-                           errors=[{"field": f"add.{index}.key", "message": "already exists"}])
+                           errors=[{"field": f"{add_field}.{index}.key", "message": "already exists"}])
         row = _task_row(dataset.id, key, number, task.model_dump())
         rows.append(row)
         file_rows.extend(_file_rows(row["id"], task.files))
@@ -169,7 +176,12 @@ def attach_files(session: Session, workspace_id: str, dataset: Dataset, key: str
     task = repo.task_in_version(dataset.id, dataset.latest_version, key)
     if task is None:
         raise NotFound(f"No task '{key}' in the latest version of '{dataset.name}'.")
-    files = repo.file_ids_of(task.id) + [f for f in file_ids]
+    found = FileRepository(session).get_many(workspace_id, file_ids)
+    for position, file_id in enumerate(file_ids):
+        if file_id not in found:
+            raise InvalidInput(f"No file {file_id} in this workspace; upload it first with POST /api/v1/files.",
+                               field=f"files.{position}")
+    files = repo.file_ids_of(task.id) + list(file_ids)
     change = TaskUpdate(key=key, files=files)
     return apply_version(session, workspace_id, dataset,
                          VersionCreate(message=message or f"attach files to {key}", update=[change]))
@@ -194,7 +206,7 @@ def dataset_out(session: Session, dataset: Dataset) -> DatasetOut:
 
 def list_datasets(session: Session, workspace_id: str, *, cursor: str | None, limit: int,
                   search: str | None = None) -> Page[DatasetOut]:
-    after = decode_cursor(cursor, 1)
+    after = decode_cursor(cursor, (str,))
     rows = DatasetRepository(session).list_page(workspace_id, after_name=after[0] if after else None,
                                                 limit=limit + 1, search=search)
     items = [dataset_out(session, d) for d in rows[:limit]]
@@ -202,7 +214,7 @@ def list_datasets(session: Session, workspace_id: str, *, cursor: str | None, li
 
 
 def list_versions(session: Session, dataset: Dataset, *, cursor: str | None, limit: int) -> Page[VersionOut]:
-    after = decode_cursor(cursor, 1)
+    after = decode_cursor(cursor, (int,))
     rows = DatasetRepository(session).list_versions(dataset.id, before=after[0] if after else None, limit=limit + 1)
     items = [VersionOut.model_validate(v) for v in rows[:limit]]
     return Page(items=items, next_cursor=encode_cursor(rows[limit - 1].number) if len(rows) > limit else None)
@@ -223,7 +235,7 @@ def task_out(task: Task, files: Sequence[Any]) -> TaskOut:
 
 def list_tasks(session: Session, dataset: Dataset, version: int, *, cursor: str | None, limit: int = DEFAULT_LIMIT,
                search: str | None = None) -> Page[TaskOut]:
-    after = decode_cursor(cursor, 1)
+    after = decode_cursor(cursor, (str,))
     rows = DatasetRepository(session).tasks_in_version(dataset.id, version, after_key=after[0] if after else None,
                                                        limit=limit + 1, search=search)
     items = tasks_out(session, rows[:limit])

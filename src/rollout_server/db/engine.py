@@ -38,10 +38,12 @@ def make_engine(url: str, *, pool_size: int = 10, write: bool = True) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url, write=write)
+    # Enough connections for every request thread (Starlette's pool has 40), so a burst queues in the
+    # database rather than timing out on the pool.
     return create_engine(
         url,
         pool_size=pool_size,
-        max_overflow=pool_size,
+        max_overflow=max(40 - pool_size, pool_size),
         pool_pre_ping=True,
         json_serializer=_json_dumps,
         json_deserializer=_json_loads,
@@ -55,7 +57,7 @@ def _sqlite_engine(url: str, *, write: bool) -> Engine:
     engine = create_engine(
         url,
         connect_args={"check_same_thread": False, "timeout": 60},
-        poolclass=NullPool if database in (None, "", ":memory:") else None,
+        **({"poolclass": NullPool} if database in (None, "", ":memory:") else {"pool_size": 10, "max_overflow": 40}),
         json_serializer=_json_dumps,
         json_deserializer=_json_loads,
     )

@@ -3,8 +3,11 @@
 from ..db.base import Base
 from .dataset import Dataset, DatasetVersion, Task, TaskFile
 from .file import File
+from .job import Job
 from .rollout import Rollout, Score, TraceEvent
 from .run import Run
+from .scorer import ScorerConfig
+from .storage import WorkspaceStorage
 from .workspace import ApiKey, Membership, User, Workspace
 
 __all__ = [
@@ -13,13 +16,16 @@ __all__ = [
     "Dataset",
     "DatasetVersion",
     "File",
+    "Job",
     "Membership",
     "Rollout",
     "Run",
     "Score",
+    "ScorerConfig",
     "Task",
     "TaskFile",
     "TraceEvent",
     "User",
     "Workspace",
+    "WorkspaceStorage",
 ]

@@ -30,6 +30,7 @@ class Rollout(Base):
     __tablename__ = "rollouts"
     __table_args__ = (
         UniqueConstraint("run_id", "attempt"),
+        UniqueConstraint("run_id", "client_key"),
         Index("ix_rollouts_workspace_started", "workspace_id", "started_at"),
         Index("ix_rollouts_run_task", "run_id", "task_id"),
     )
@@ -45,6 +46,8 @@ class Rollout(Base):
     output: Mapped[Any | None] = mapped_column(JSONType)
     error: Mapped[str | None] = mapped_column(Text)
     reward: Mapped[float | None] = mapped_column(Float)
+    # GRPO-style advantage within the rollout's group, written by POST /runs/{run}/advantages.
+    advantage: Mapped[float | None] = mapped_column(Float)
     discarded: Mapped[bool] = mapped_column(Boolean, default=False)
     discard_reason: Mapped[str | None] = mapped_column(String(200))
     step: Mapped[int | None] = mapped_column(Integer)
@@ -58,6 +61,8 @@ class Rollout(Base):
     cost: Mapped[float] = mapped_column(Float, default=0.0)
     event_count: Mapped[int] = mapped_column(Integer, default=0)
     last_seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    # Client-chosen idempotency key: a retried start with the same key returns the same rollout.
+    client_key: Mapped[str | None] = mapped_column(String(80))
 
 
 class TraceEvent(Base):
@@ -87,7 +92,10 @@ class TraceEvent(Base):
 
 class Score(Base):
     __tablename__ = "scores"
-    __table_args__ = (Index("ix_scores_rollout_name", "rollout_id", "name"),)
+    __table_args__ = (
+        Index("ix_scores_rollout_name", "rollout_id", "name"),
+        UniqueConstraint("rollout_id", "client_id"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
@@ -100,4 +108,6 @@ class Score(Base):
     source: Mapped[str] = mapped_column(String(200), default="sdk")
     comment: Mapped[str | None] = mapped_column(Text)
     author: Mapped[str | None] = mapped_column(String(320))
+    # Client-generated id, so a re-sent score is stored once.
+    client_id: Mapped[str | None] = mapped_column(String(80))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -18,6 +18,7 @@ class Run(Base):
     __tablename__ = "runs"
     __table_args__ = (
         UniqueConstraint("workspace_id", "number"),
+        UniqueConstraint("workspace_id", "client_key"),
         Index("ix_runs_workspace_created", "workspace_id", "created_at"),
     )
 
@@ -42,3 +43,5 @@ class Run(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     next_attempt: Mapped[int] = mapped_column(Integer, default=1)
+    # Client-chosen idempotency key: starting a run again with the same key returns the same run.
+    client_key: Mapped[str | None] = mapped_column(String(80))

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
 from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
-from ..common.schemas import Page
+from ..common.schemas import INT32_MAX, Page
 from ..errors import Conflict, InvalidInput, NotFound
 from . import service
 from .ingest import EventWriter
@@ -70,7 +70,7 @@ def list_rollouts(
     started_before: datetime | None = None,
     reward_min: float | None = None,
     reward_max: float | None = None,
-    step: int | None = None,
+    step: int | None = Query(None, ge=0, le=INT32_MAX),
     group_key: str | None = None,
     cursor: str | None = None,
     limit: int = Limit,
@@ -109,8 +109,8 @@ def append_events(rollout_id: str, body: EventBatch, caller: CurrentCaller, sess
     outcome = writer.write([(rollout_id, e) for e in body.events])
     if outcome.rejected:
         # One rollout, one reason: refuse the whole request rather than half of it.
-        first = next(r for r in outcome.results if r.status == "rejected")
-        raise Conflict(f"Cannot append: {first.error}.")
+        first = next(r for r in outcome.results if r["status"] == "rejected")
+        raise Conflict(f"Cannot append: {first['error']}.")
     return IngestResult(created=outcome.created, duplicates=outcome.duplicates, rejected=0, events=outcome.results)
 
 
@@ -139,10 +139,14 @@ def list_scores(rollout_id: str, caller: CurrentCaller, session: ReadSession) ->
 
 @router.post("/ingest", response_model=IngestResult)
 def ingest(body: IngestBatch, caller: CurrentCaller, session: WriteSession, ctx: Ctx) -> IngestResult:
-    """Events and scores for many rollouts in one request, answered per item.
+    """Events, scores and finishes for many rollouts in one request, answered per item.
     A schema-invalid item rejects the whole request (422, nothing stored); an item for an unknown or
-    finished rollout is `rejected` on its own while the rest are stored."""
+    finished rollout is `rejected` on its own while the rest are stored. Finishes apply last."""
     _check_count(ctx, len(body.events), "events")
+    # Lock every rollout the batch touches at once, in ID order, so concurrent batches never deadlock.
+    RolloutRepository(session).lock_many(
+        caller.workspace_id, [i.rollout_id for group in (body.events, body.scores, body.finishes) for i in group]
+    )
     writer = EventWriter(session, ctx.store, caller.workspace_id, ctx.settings.inline_payload_bytes)
     outcome = writer.write([(e.rollout_id, e) for e in body.events])
     score_results: list[ItemResult] = []
@@ -150,11 +154,23 @@ def ingest(body: IngestBatch, caller: CurrentCaller, session: WriteSession, ctx:
         try:
             rollout = service.get_rollout(session, caller.workspace_id, score.rollout_id, for_update=True)
             payload = ScoreIn(**score.model_dump(exclude={"rollout_id"}))
-            created = service.add_score(session, caller.workspace_id, rollout, payload)
-            score_results.append(ItemResult(index=index, id=created.id, status="created"))
+            stored, created = service.add_score_once(session, caller.workspace_id, rollout, payload)
+            score_results.append(ItemResult(index=index, id=stored.id, status="created" if created else "duplicate"))
         except (NotFound, InvalidInput) as error:
             score_results.append(ItemResult(index=index, status="rejected", error=error.detail))
-    rejected = outcome.rejected + sum(1 for r in score_results if r.status == "rejected")
-    return IngestResult(created=outcome.created + sum(1 for r in score_results if r.status == "created"),
-                        duplicates=outcome.duplicates, rejected=rejected, events=outcome.results,
+    finish_results: list[ItemResult] = []
+    for index, finish in enumerate(body.finishes):
+        try:
+            done = service.finish_rollout(session, caller.workspace_id, finish.rollout_id,
+                                          RolloutFinish(**finish.model_dump(exclude={"rollout_id"})))
+            finish_results.append(ItemResult(index=index, id=done.id, status="created"))
+        except Conflict:
+            finish_results.append(ItemResult(index=index, id=finish.rollout_id, status="duplicate"))
+        except NotFound as error:
+            finish_results.append(ItemResult(index=index, status="rejected", error=error.detail))
+    others = score_results + finish_results
+    rejected = outcome.rejected + sum(1 for r in others if r.status == "rejected")
+    return IngestResult(created=outcome.created + sum(1 for r in others if r.status == "created"),
+                        duplicates=outcome.duplicates + sum(1 for r in others if r.status == "duplicate"),
+                        finishes=finish_results, rejected=rejected, events=outcome.results,
                         scores=score_results)

@@ -19,14 +19,17 @@ from ..db.types import utcnow
 from ..storage import BlobStore
 from ..storage.base import ingest_file
 from .repository import RolloutRepository
-from .schemas import EventIn, ItemResult
+from .schemas import EventIn
+
+# Per-item answers stay plain dicts on this path; the response model validates them in one pass.
+ItemDict = dict[str, Any]
 
 _COMMON = {"id", "kind", "seq", "parent_id", "name", "started_at", "ended_at", "metadata", "rollout_id"}
 
 
 @dataclass
 class EventOutcome:
-    results: list[ItemResult]
+    results: list[ItemDict]
     created: int
     duplicates: int
     rejected: int
@@ -71,7 +74,7 @@ class EventWriter:
     def write(self, items: list[tuple[str, EventIn]], *, strict: bool = False) -> EventOutcome:
         """Store (rollout_id, event) pairs. Items for unknown or finished rollouts are rejected one by one,
         or — with `strict`, for the single-rollout endpoint — raise before anything is written."""
-        results: list[ItemResult | None] = [None] * len(items)
+        results: list[ItemDict | None] = [None] * len(items)
         rollouts = self.repo.lock_many(self.workspace_id, [rid for rid, _ in items]) if items else {}
         seen: set[tuple[str, str]] = set()
         per_rollout: dict[str, list[int]] = defaultdict(list)
@@ -83,10 +86,10 @@ class EventWriter:
             elif rollout.status != "running":
                 error = f"rollout {rollout_id} is already {rollout.status}; events cannot be added after finish"
             if error:
-                results[index] = ItemResult(index=index, id=event.id, status="rejected", error=error)
+                results[index] = {"index": index, "id": event.id, "status": "rejected", "error": error}
                 continue
             if (rollout_id, event.id) in seen:
-                results[index] = ItemResult(index=index, id=event.id, status="duplicate")
+                results[index] = {"index": index, "id": event.id, "status": "duplicate", "error": None}
                 continue
             seen.add((rollout_id, event.id))
             per_rollout[rollout_id].append(index)
@@ -114,32 +117,42 @@ class EventWriter:
                     "ended_at": event.ended_at, "duration_ms": duration, "payload": payload,
                     "payload_blob": blob, "metadata": event.metadata, "created_at": now,
                 })
-        created = self.repo.insert_events(rows) if rows else set()
+        # The rollouts are locked, so ids found stored now stay the only duplicates until commit.
+        stored = self.repo.existing_event_ids([(row["rollout_id"], row["event_id"]) for row in rows]) if rows else set()
+        rows = [row for row in rows if (row["rollout_id"], row["event_id"]) not in stored]
+        self.repo.insert_events(rows)
+        created = {(row["rollout_id"], row["event_id"]) for row in rows}
 
-        for row in rows:
-            if (row["rollout_id"], row["event_id"]) not in created:
-                continue
-            # The rows are locked; the unit of work writes the changed counters on flush.
-            rollout = rollouts[row["rollout_id"]]
-            rollout.event_count += 1
-            rollout.last_seq = max(rollout.last_seq, row["seq"])
+        totals: dict[str, list[Any]] = {}
+        for row in rows:  # only the inserted ones are left in `rows`
+            total = totals.setdefault(row["rollout_id"], [0, 0, 0, 0, 0.0])
+            total[0] += 1
+            total[1] = max(total[1], row["seq"])
             if row["kind"] == "llm_call" and row["payload"]:
                 tokens_in, tokens_out, cost = _usage_numbers(row["payload"])
-                rollout.input_tokens += tokens_in
-                rollout.output_tokens += tokens_out
-                rollout.cost += cost
+                total[2] += tokens_in
+                total[3] += tokens_out
+                total[4] += cost
+        for rollout_id, (count, last_seq, tokens_in, tokens_out, cost) in totals.items():
+            # The rows are locked; the unit of work writes the changed counters on flush.
+            rollout = rollouts[rollout_id]
+            rollout.event_count += count
+            rollout.last_seq = max(rollout.last_seq, last_seq)
+            rollout.input_tokens += tokens_in
+            rollout.output_tokens += tokens_out
+            rollout.cost += cost
         self.session.flush()
 
         for rollout_id, indexes in per_rollout.items():
             for index in indexes:
                 event = items[index][1]
                 status = "created" if (rollout_id, event.id) in created else "duplicate"
-                results[index] = ItemResult(index=index, id=event.id, status=status)
+                results[index] = {"index": index, "id": event.id, "status": status, "error": None}
         final = [r for r in results if r is not None]
         return EventOutcome(
             results=final,
-            created=sum(1 for r in final if r.status == "created"),
-            duplicates=sum(1 for r in final if r.status == "duplicate"),
-            rejected=sum(1 for r in final if r.status == "rejected"),
+            created=sum(1 for r in final if r["status"] == "created"),
+            duplicates=sum(1 for r in final if r["status"] == "duplicate"),
+            rejected=sum(1 for r in final if r["status"] == "rejected"),
         )
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..common.schemas import OutSchema, Schema
+from ..common.schemas import INT32_MAX, INT64_MAX, OutSchema, Schema
 
 EventKind = Literal["message", "reasoning", "llm_call", "tool_call", "tool_result", "error", "log", "span"]
 FinishStatus = Literal["succeeded", "failed", "errored", "cancelled"]
@@ -19,15 +19,18 @@ class EventIn(BaseModel):
     """One trace event. Fields beyond the common ones are the kind's body and are kept as sent:
     message (role, content), reasoning (content), llm_call (model, input, output, usage, cost),
     tool_call (name, arguments, call_id), tool_result (call_id, output, is_error), error (message),
-    log (message, level), span (name)."""
+    log (message, level), span (name). Events arrive inside a batch whose schema cleans the whole body
+    (NUL characters, non-finite numbers) once."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     id: str = Field(
         pattern=ID_PATTERN, description="Client-generated; a re-sent event with the same id is stored once."
     )
     kind: EventKind
-    seq: int | None = Field(None, ge=0, description="Order within the rollout; assigned by the server when omitted.")
+    seq: int | None = Field(
+        None, ge=0, le=INT64_MAX, description="Order within the rollout; assigned by the server when omitted."
+    )
     parent_id: str | None = Field(None, pattern=ID_PATTERN, description="The span or call this event nests under.")
     name: str | None = Field(None, max_length=500)
     started_at: datetime | None = None
@@ -69,6 +72,7 @@ class EventBatch(Schema):
 
 
 class ScoreIn(Schema):
+    id: str | None = Field(None, pattern=ID_PATTERN, description="Client-generated; a re-sent score is stored once.")
     name: str = Field(min_length=1, max_length=200)
     value: float | bool | str = Field(description="Number, boolean, category or text.")
     data_type: Literal["number", "boolean", "category", "text"] | None = Field(
@@ -88,6 +92,9 @@ class IngestBatch(Schema):
 
     events: list[IngestEvent] = Field(default_factory=list)
     scores: list[IngestScore] = Field(default_factory=list)
+    finishes: list[IngestFinish] = Field(
+        default_factory=list, description="Rollouts to finish, after this batch's events and scores are stored."
+    )
 
 
 class ItemResult(OutSchema):
@@ -103,15 +110,22 @@ class IngestResult(OutSchema):
     rejected: int
     events: list[ItemResult]
     scores: list[ItemResult] = Field(default_factory=list)
+    finishes: list[ItemResult] = Field(
+        default_factory=list, description="created: finished now; duplicate: it was already finished."
+    )
 
 
 class RolloutCreate(Schema):
     task_id: str | None = Field(None, description="The task (task_…) from the run's task list; omit for ad-hoc.")
-    repeat_index: int = Field(0, ge=0)
+    repeat_index: int = Field(0, ge=0, le=INT32_MAX)
     input: Any | None = Field(None, description="The input of an ad-hoc rollout (no task).")
-    step: int | None = Field(None, ge=0, description="Training step this sample belongs to.")
+    step: int | None = Field(None, ge=0, le=INT32_MAX, description="Training step this sample belongs to.")
     group_key: str | None = Field(None, max_length=500, description="Samples sharing a prompt share a group key.")
     metadata: dict[str, Any] | None = None
+    client_key: str | None = Field(
+        None, pattern=ID_PATTERN,
+        description="Idempotency key: a retried start with the same key returns the same rollout.",
+    )
 
 
 class RolloutFinish(Schema):
@@ -119,6 +133,14 @@ class RolloutFinish(Schema):
     output: Any | None = None
     error: str | None = None
     metadata: dict[str, Any] | None = None
+    ended_at: datetime | None = Field(
+        None, description="When the attempt ended, by the client's clock (default: when the server receives this). "
+        "Kept between the rollout's start and now, so latency never includes delivery delay.",
+    )
+
+
+class IngestFinish(RolloutFinish):
+    rollout_id: str
 
 
 class ScoreOut(OutSchema):
@@ -134,7 +156,7 @@ class ScoreOut(OutSchema):
 
 
 class EventOut(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
     id: str
     seq: int
@@ -161,6 +183,7 @@ class RolloutOut(OutSchema):
     output: Any | None = None
     error: str | None = None
     reward: float | None = None
+    advantage: float | None = Field(None, description="Group-relative advantage (POST /runs/{run}/advantages).")
     discarded: bool = False
     discard_reason: str | None = None
     step: int | None = None

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..common.pagination import decode_cursor, encode_cursor
-from ..common.schemas import Page
+from ..common.schemas import INT32_MAX, Page
 from ..datasets.repository import DatasetRepository, visible_in
 from ..db.types import utcnow
 from ..errors import Conflict, InvalidInput, NotFound
@@ -36,7 +36,7 @@ def get_rollout(session: Session, workspace_id: str, rollout_id: str, *, for_upd
 
 def get_by_attempt(session: Session, workspace_id: str, run_ref: str, attempt: int) -> Rollout:
     run = resolve_run(session, workspace_id, run_ref)
-    rollout = RolloutRepository(session).get_by_attempt(workspace_id, run.id, attempt)
+    rollout = RolloutRepository(session).get_by_attempt(workspace_id, run.id, attempt) if attempt <= INT32_MAX else None
     if rollout is None:
         raise NotFound(f"Run {run.number} has no attempt {attempt}.")
     return rollout
@@ -44,6 +44,10 @@ def get_by_attempt(session: Session, workspace_id: str, run_ref: str, attempt: i
 
 def start_rollout(session: Session, workspace_id: str, run_ref: str, body: RolloutCreate) -> Rollout:
     run = resolve_run(session, workspace_id, run_ref)
+    if body.client_key is not None:
+        existing = RolloutRepository(session).get_by_client_key(run.id, body.client_key)
+        if existing is not None:
+            return existing
     if run.status != "running":
         raise Conflict(f"Run {run.number} is {run.status}; start a new run to record more rollouts.")
     if body.task_id is not None:
@@ -62,7 +66,7 @@ def start_rollout(session: Session, workspace_id: str, run_ref: str, body: Rollo
         Rollout(
             id=new_id("ro"), workspace_id=workspace_id, run_id=run.id, attempt=attempt, task_id=body.task_id,
             repeat_index=body.repeat_index, input=body.input, status="running", step=body.step,
-            group_key=body.group_key, metadata_=body.metadata, started_at=utcnow(),
+            group_key=body.group_key, metadata_=body.metadata, started_at=utcnow(), client_key=body.client_key,
         )
     )
 
@@ -74,6 +78,8 @@ def finish_rollout(session: Session, workspace_id: str, rollout_id: str, body: R
                        current_status=rollout.status)
     status = body.status or ("failed" if body.error else "succeeded")
     now = utcnow()
+    if body.ended_at is not None:
+        now = min(max(body.ended_at, rollout.started_at), now)
     rollout.status = status
     rollout.output = body.output
     rollout.error = body.error
@@ -82,6 +88,10 @@ def finish_rollout(session: Session, workspace_id: str, rollout_id: str, body: R
     rollout.ended_at = now
     rollout.latency_ms = max(0.0, (now - rollout.started_at).total_seconds() * 1000.0)
     session.flush()
+    # Scoring jobs are rows of this transaction: workers see them only once the finish is committed.
+    from ..scoring.queue import enqueue_after_finish
+
+    enqueue_after_finish(session, rollout)
     return rollout
 
 
@@ -104,19 +114,29 @@ def _score_value(body: ScoreIn) -> tuple[str, float | None]:
 
 
 def add_score(session: Session, workspace_id: str, rollout: Rollout, body: ScoreIn) -> Score:
+    return add_score_once(session, workspace_id, rollout, body)[0]
+
+
+def add_score_once(session: Session, workspace_id: str, rollout: Rollout, body: ScoreIn) -> tuple[Score, bool]:
+    """Add a score; with a client `id` already stored on this rollout, return that one instead (False)."""
     data_type, numeric = _score_value(body)
-    score = RolloutRepository(session).add_score(
+    repo = RolloutRepository(session)
+    if body.id is not None:
+        existing = repo.score_by_client_id(rollout.id, body.id)
+        if existing is not None:
+            return existing, False
+    score = repo.add_score(
         Score(
             id=new_id("score"), workspace_id=workspace_id, rollout_id=rollout.id, name=body.name,
             data_type=data_type, value=body.value, numeric_value=numeric, source=body.source,
-            comment=body.comment, author=body.author,
+            comment=body.comment, author=body.author, client_id=body.id,
         )
     )
     run = session.get(Run, rollout.run_id)
     if run is not None and body.name == run.reward_score and numeric is not None:
         rollout.reward = numeric
         session.flush()
-    return score
+    return score, True
 
 
 def score_out(score: Score) -> ScoreOut:
@@ -133,7 +153,7 @@ def rollouts_out(session: Session, rollouts: list[Rollout], base_url: str) -> li
                 id=r.id, run_id=r.run_id, run_number=run.number, attempt=r.attempt,
                 url=rollout_url(base_url, r.workspace_id, run.number, r.attempt), task_id=r.task_id,
                 task_key=keys.get(r.task_id or ""), repeat_index=r.repeat_index, input=r.input, status=r.status,
-                output=r.output, error=r.error, reward=r.reward, discarded=r.discarded,
+                output=r.output, error=r.error, reward=r.reward, advantage=r.advantage, discarded=r.discarded,
                 discard_reason=r.discard_reason, step=r.step, group_key=r.group_key, metadata=r.metadata_,
                 started_at=r.started_at, ended_at=r.ended_at, latency_ms=r.latency_ms,
                 input_tokens=r.input_tokens, output_tokens=r.output_tokens,
@@ -156,7 +176,7 @@ def event_out(event: TraceEvent, store: BlobStore, workspace_id: str) -> EventOu
 
 def events_page(session: Session, store: BlobStore, rollout: Rollout, *, cursor: str | None,
                 limit: int) -> Page[EventOut]:
-    after = decode_cursor(cursor, 2)
+    after = decode_cursor(cursor, (int, int))
     rows = RolloutRepository(session).events_page(rollout.id, after=(after[0], after[1]) if after else None,
                                                   limit=limit + 1)
     page = rows[:limit]
@@ -179,8 +199,8 @@ def list_rollouts(session: Session, workspace_id: str, *, filters: dict[str, Any
                   base_url: str) -> Page[RolloutOut]:
     if filters.get("run") is not None:
         filters["run_id"] = resolve_run(session, workspace_id, str(filters.pop("run"))).id
-    after = decode_cursor(cursor, 2)
-    before = (datetime.fromisoformat(after[0]), after[1]) if after else None
+    after = decode_cursor(cursor, (datetime, str))
+    before = (after[0], after[1]) if after else None
     rows = RolloutRepository(session).list_page(workspace_id, filters=filters, before=before, limit=limit + 1)
     page = rows[:limit]
     next_cursor = encode_cursor(page[-1].started_at.isoformat(), page[-1].id) if len(rows) > limit else None
@@ -191,3 +211,23 @@ def task_files_of(session: Session, rollout: Rollout) -> list[Any]:
     if rollout.task_id is None:
         return []
     return DatasetRepository(session).files_of([rollout.task_id])[rollout.task_id]
+
+
+GROUP_BY = ("workflow", "dataset", "agent", "model", "status", "run")
+
+
+def trace_groups(session: Session, workspace_id: str, *, filters: dict[str, Any],
+                 group_by: str) -> list[dict[str, Any]]:
+    """Rollouts matching `filters` grouped by a run field or status: count, success rate, mean reward,
+    p50/p95 latency, tokens and cost per group (the Traces page's group-by view)."""
+    if group_by not in GROUP_BY:
+        raise InvalidInput(f"Group by one of {', '.join(GROUP_BY)}.", field="group_by")
+    if filters.get("run") is not None:
+        filters["run_id"] = resolve_run(session, workspace_id, str(filters.pop("run"))).id
+    groups = RolloutRepository(session).group_stats(workspace_id, filters, group_by)
+    names = RunRepository(session).dataset_names([g["key"] for g in groups if g["key"]]) if group_by == "dataset" \
+        else {}
+    for group in groups:
+        group["label"] = names.get(group["key"], group["key"]) if group_by == "dataset" else group["key"]
+        group["success_rate"] = group["succeeded"] / group["finished"] if group["finished"] else None
+    return groups

@@ -25,6 +25,16 @@ class RunRepository:
         query = select(Run).where(Run.number == number, Run.workspace_id == workspace_id)
         return self.session.scalar(query.with_for_update() if for_update else query)
 
+    def get_many(self, workspace_id: str, run_ids: Sequence[str]) -> dict[str, Run]:
+        ids = [r for r in set(run_ids) if r]
+        if not ids:
+            return {}
+        return {run.id: run for run in self.session.scalars(
+            select(Run).where(Run.id.in_(ids), Run.workspace_id == workspace_id))}
+
+    def get_by_client_key(self, workspace_id: str, client_key: str) -> Run | None:
+        return self.session.scalar(select(Run).where(Run.workspace_id == workspace_id, Run.client_key == client_key))
+
     def add(self, run: Run) -> Run:
         self.session.add(run)
         self.session.flush()
@@ -51,6 +61,15 @@ class RunRepository:
             # Tags are a JSON list; filtering in Python keeps one query shape for both dialects.
             rows = [r for r in rows if filters["tag"] in (r.tags or [])][:limit]
         return rows
+
+    def distinct_values(self, workspace_id: str, column: str, limit: int = 200) -> list[str]:
+        """Values of a run field in use (workflow names, agents, models), for filter pickers."""
+        attribute = {"workflow_name": Run.workflow_name, "agent_name": Run.agent_name, "model": Run.model,
+                     "group_id": Run.group_id}[column]
+        return list(self.session.scalars(
+            select(attribute).where(Run.workspace_id == workspace_id, attribute.is_not(None))
+            .group_by(attribute).order_by(attribute).limit(limit)
+        ))
 
     def dataset_names(self, dataset_ids: Sequence[str]) -> dict[str, str]:
         ids = [d for d in set(dataset_ids) if d]

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..common.schemas import OutSchema, Schema
+from ..common.schemas import INT32_MAX, OutSchema, Schema
 from ..datasets.schemas import TaskOut
 
 FailedStatus = Literal["failed", "errored", "cancelled", "running"]
@@ -15,7 +15,7 @@ FailedStatus = Literal["failed", "errored", "cancelled", "running"]
 
 class RunCreate(Schema):
     dataset: str | None = Field(None, description="Dataset name or ID; omit for production traffic (ad-hoc tasks).")
-    dataset_version: int | None = Field(None, ge=1, description="Version to pin; default: the latest.")
+    dataset_version: int | None = Field(None, ge=1, le=INT32_MAX, description="Version to pin; default: the latest.")
     workflow_name: str | None = Field(None, max_length=200)
     group_id: str | None = Field(None, max_length=200)
     agent_name: str | None = Field(None, max_length=200)
@@ -27,6 +27,10 @@ class RunCreate(Schema):
     reward_score: str = Field("reward", min_length=1, max_length=200, description="Which score is the reward.")
     only_failed_from: str | None = Field(
         None, description="Run ID or number: run only the tasks that failed there (dataset defaults to that run's)."
+    )
+    client_key: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9_.:\-]{1,80}$",
+        description="Idempotency key: starting again with the same key returns the same run.",
     )
     failed_statuses: list[FailedStatus] = Field(
         default_factory=lambda: list[FailedStatus](["failed", "errored"]),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy.orm import Session
 
 from ..common.pagination import decode_cursor, encode_cursor
-from ..common.schemas import Page
+from ..common.schemas import INT32_MAX, Page
 from ..datasets import service as datasets
 from ..db.types import utcnow
 from ..errors import Conflict, InvalidInput, NotFound
@@ -25,7 +27,7 @@ def resolve_run(session: Session, workspace_id: str, ref: str | int, *, for_upda
     repo = RunRepository(session)
     text = str(ref).strip()
     run = None
-    if text.isdigit():
+    if text.isdigit() and int(text) <= INT32_MAX:
         run = repo.get_by_number(workspace_id, int(text), for_update=for_update)
     elif has_prefix(text, "run"):
         run = repo.get(workspace_id, text, for_update=for_update)
@@ -35,6 +37,10 @@ def resolve_run(session: Session, workspace_id: str, ref: str | int, *, for_upda
 
 
 def start_run(session: Session, workspace_id: str, body: RunCreate) -> Run:
+    if body.client_key is not None:
+        existing = RunRepository(session).get_by_client_key(workspace_id, body.client_key)
+        if existing is not None:
+            return existing
     source = None
     if body.only_failed_from is not None:
         try:
@@ -78,6 +84,7 @@ def start_run(session: Session, workspace_id: str, body: RunCreate) -> Run:
             rerun_statuses=list(body.failed_statuses) if source else None,
             status="running",
             next_attempt=1,
+            client_key=body.client_key,
         )
     )
 
@@ -142,12 +149,10 @@ def run_detail(session: Session, run: Run, base_url: str) -> RunDetail:
 
 def list_runs(session: Session, workspace_id: str, *, filters: dict[str, object], cursor: str | None, limit: int,
               base_url: str) -> Page[RunOut]:
-    from datetime import datetime
-
-    after = decode_cursor(cursor, 2)
+    after = decode_cursor(cursor, (datetime, str))
     if filters.get("dataset"):
         filters["dataset_id"] = datasets.resolve_dataset(session, workspace_id, str(filters["dataset"])).id
-    before = (datetime.fromisoformat(after[0]), after[1]) if after else None
+    before = (after[0], after[1]) if after else None
     rows = RunRepository(session).list_page(workspace_id, filters=filters, before=before, limit=limit + 1)
     page = rows[:limit]
     next_cursor = encode_cursor(page[-1].created_at.isoformat(), page[-1].id) if len(rows) > limit else None
@@ -157,7 +162,7 @@ def list_runs(session: Session, workspace_id: str, *, filters: dict[str, object]
 def list_run_tasks(session: Session, run: Run, *, cursor: str | None, limit: int) -> Page[RunTaskItem]:
     """The run's task list: each task of the pinned version (or only the failed ones) x repeats."""
     repo = RunRepository(session)
-    after = decode_cursor(cursor, 3)
+    after = decode_cursor(cursor, (str, int, int))
     from_key, after_repeat, position = (after[0], after[1], after[2] + 1) if after else (None, -1, 0)
     repeats = run.num_repeats
     tasks = repo.tasks_page(run, from_key=from_key, limit=limit // repeats + 2)

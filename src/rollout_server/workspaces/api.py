@@ -36,5 +36,5 @@ def create_key(body: ApiKeyCreate, caller: CurrentCaller, session: WriteSession)
 def revoke_key(key_id: str, caller: CurrentCaller, session: WriteSession) -> ApiKeyOut:
     """Revoke an API key; requests with it fail from now on."""
     key = service.revoke_api_key(session, caller.workspace_id, key_id)
-    key_cache.clear()
+    key_cache.revoke(key.id)
     return ApiKeyOut.model_validate(key)

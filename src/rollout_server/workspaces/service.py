@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from ..auth.keys import display_prefix, generate_key, hash_key
 from ..auth.passwords import hash_password
 from ..db.types import utcnow
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..ids import new_id
 from ..models import ApiKey, User, Workspace
 from ..models.workspace import ROLES
@@ -110,3 +110,29 @@ def add_member(session: Session, workspace_id: str, user_id: str, role: str) -> 
     if role not in ROLES:
         raise InvalidInput(f"Unknown role '{role}'; use one of {', '.join(ROLES)}.", field="role")
     UserRepository(session).set_membership(workspace_id, user_id, role)
+
+
+def list_members(session: Session, workspace_id: str) -> list[tuple[User, str]]:
+    return UserRepository(session).members_of(workspace_id)
+
+
+def change_member(session: Session, workspace_id: str, user_id: str, role: str | None, *, acting_role: str) -> None:
+    """Set a member's role, or remove them (role None). Only an owner grants, changes or removes the owner
+    role, and a workspace always keeps at least one owner."""
+    if role is not None and role not in ROLES:
+        raise InvalidInput(f"Unknown role '{role}'; use one of {', '.join(ROLES)}.", field="role")
+    repo = UserRepository(session)
+    membership = repo.membership(workspace_id, user_id)
+    if membership is None:
+        raise NotFound(f"No member {user_id} in this workspace.")
+    if "owner" in (membership.role, role) and acting_role != "owner":
+        raise Forbidden("Only an owner can grant, change or remove the owner role.")
+    if membership.role == "owner" and role != "owner":
+        owners = [u for u, r in repo.members_of(workspace_id) if r == "owner"]
+        if len(owners) <= 1:
+            raise Conflict("A workspace keeps at least one owner; make someone else owner first.")
+    if role is None:
+        session.delete(membership)
+    else:
+        membership.role = role
+    session.flush()

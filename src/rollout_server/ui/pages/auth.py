@@ -1,0 +1,90 @@
+"""Sign-in, sign-out, the workspace picker and the root redirect."""
+
+from __future__ import annotations
+
+import secrets
+from functools import cache
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from ...api.deps import Ctx
+from ...auth.passwords import hash_password, verify_password
+from ...models import User
+from ...workspaces.repository import UserRepository
+from ..deps import CsrfChecked, SessionDep, SignedIn, WorkspaceAccess
+from ..session import UiSession
+from ..templating import render
+
+router = APIRouter()
+
+
+def safe_next(value: str | None) -> str:
+    """Only same-site paths: never `//host` or `https://…`, so sign-in cannot redirect elsewhere."""
+    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return "/"
+    return value
+
+
+@router.get("/login")
+def login_page(request: Request, session: SessionDep, next: str | None = None) -> Response:
+    return render(request, "auth/login.html", {"next": safe_next(next), "error": None, "email": ""})
+
+
+@router.post("/login", dependencies=[CsrfChecked])
+async def login(request: Request, ctx: Ctx, session: SessionDep) -> Response:
+    form = await request.form()
+    email = str(form.get("email") or "").strip().lower()
+    password = str(form.get("password") or "")
+    target = safe_next(str(form.get("next") or "/"))
+
+    def check() -> tuple[bool, User | None]:
+        with ctx.db.reading() as db:
+            found = UserRepository(db).get_by_email(email) if email else None
+        # Verify even for an unknown email, so the answer time does not tell which emails exist; argon2
+        # costs ~50 ms of CPU, so it runs off the event loop.
+        matches = verify_password(found.password_hash if found else _dummy_hash(), password)
+        return matches and found is not None, found
+
+    ok, user = await run_in_threadpool(check)
+    if not ok or user is None:
+        return render(request, "auth/login.html",
+                      {"next": target, "error": "Wrong email or password.", "email": email}, status_code=401)
+    # A fresh session (new CSRF token) at sign-in, so a token planted before it is worthless.
+    fresh = UiSession(user_id=user.id, changed=True)
+    session.user_id, session.csrf, session.issued, session.changed = fresh.user_id, fresh.csrf, fresh.issued, True
+    return RedirectResponse(target, status_code=303)
+
+
+@router.post("/logout", dependencies=[CsrfChecked])
+def logout(session: SessionDep) -> Response:
+    fresh = UiSession()
+    session.user_id, session.csrf, session.issued, session.changed = None, fresh.csrf, fresh.issued, True
+    return RedirectResponse("/login", status_code=303)
+
+
+@router.get("/")
+def home(ctx: Ctx, user: SignedIn) -> Response:
+    with ctx.db.reading() as db:
+        workspaces = UserRepository(db).workspaces_of(user.id)
+    if len(workspaces) == 1:
+        return RedirectResponse(f"/w/{workspaces[0][0].id}/traces", status_code=303)
+    return RedirectResponse("/workspaces", status_code=303)
+
+
+@router.get("/workspaces")
+def workspace_picker(request: Request, ctx: Ctx, user: SignedIn) -> Response:
+    with ctx.db.reading() as db:
+        workspaces = UserRepository(db).workspaces_of(user.id)
+    return render(request, "auth/workspaces.html", {"user": user, "workspaces": workspaces, "access": None})
+
+
+@router.get("/w/{workspace_id}")
+def workspace_home(access: WorkspaceAccess) -> Response:
+    return RedirectResponse(f"/w/{access.workspace_id}/traces", status_code=303)
+
+
+@cache
+def _dummy_hash() -> str:
+    return hash_password(secrets.token_hex(16))

@@ -1,0 +1,89 @@
+"""Sign-in, the session cookie, sign-out, and where signed-out visitors are sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from rollout_server.app import create_app
+from rollout_server.context import AppContext
+from tests.conftest import make_settings
+from tests.ui.conftest import PASSWORD, World, csrf_of, login
+
+
+async def test_signed_out_visitor_is_sent_to_sign_in(world: World) -> None:
+    async with world.client() as client:
+        response = await client.get(f"/w/{world.workspace_id}/traces?status=failed")
+        assert response.status_code == 303
+        assert response.headers["location"] == f"/login?next=/w/{world.workspace_id}/traces?status=failed"
+        assert (await client.get("/")).headers["location"].startswith("/login")
+
+
+async def test_sign_in_sets_a_secure_session_cookie_and_lands_on_traces(world: World) -> None:
+    async with world.client() as client:
+        token = await csrf_of(client)
+        response = await client.post("/login", data={"email": "OWNER@alpha.test", "password": PASSWORD,
+                                                     "csrf_token": token, "next": "/"})
+        assert response.status_code == 303
+        cookie = response.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie  # http public URL
+        home = await client.get("/")
+        assert home.headers["location"] == f"/w/{world.workspace_id}/traces"
+        page = await client.get(home.headers["location"])
+        assert page.status_code == 200 and "owner@alpha.test" in page.text
+
+
+async def test_cookie_is_secure_behind_https(ctx: AppContext, tmp_path: Path) -> None:
+    settings = make_settings(ctx.settings.resolved_database_url, tmp_path / "d", public_url="https://rollout.example")
+    app = create_app(settings, context=AppContext(settings=settings, db=ctx.db, store=ctx.store))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://testserver") as client:
+        response = await client.get("/login")
+        assert "Secure" in response.headers["set-cookie"]
+
+
+async def test_wrong_password_and_unknown_email_answer_the_same(world: World) -> None:
+    async with world.client() as client:
+        token = await csrf_of(client)
+        wrong = await client.post("/login", data={"email": "owner@alpha.test", "password": "nope-nope",
+                                                  "csrf_token": token})
+        unknown = await client.post("/login", data={"email": "ghost@alpha.test", "password": "nope-nope",
+                                                    "csrf_token": token})
+        assert wrong.status_code == unknown.status_code == 401
+        assert "Wrong email or password." in wrong.text and "Wrong email or password." in unknown.text
+        assert (await client.get(f"/w/{world.workspace_id}/traces")).status_code == 303
+
+
+async def test_sign_in_never_redirects_off_site(world: World) -> None:
+    async with world.client() as client:
+        token = await csrf_of(client)
+        for target in ("https://evil.example/", "//evil.example/x", "/\\evil.example"):
+            response = await client.post("/login", data={"email": "owner@alpha.test", "password": PASSWORD,
+                                                         "csrf_token": token, "next": target})
+            assert response.headers["location"] == "/", target
+            token = await csrf_of(client)
+
+
+async def test_sign_out_ends_the_session_and_rotates_the_token(world: World) -> None:
+    async with world.client() as client:
+        await login(client, "owner@alpha.test", PASSWORD)
+        token = await csrf_of(client, f"/w/{world.workspace_id}/settings")
+        response = await client.post("/logout", data={"csrf_token": token})
+        assert response.status_code == 303 and response.headers["location"] == "/login"
+        assert (await client.get(f"/w/{world.workspace_id}/traces")).status_code == 303
+        assert await csrf_of(client) != token
+
+
+async def test_a_forged_or_edited_cookie_is_ignored(world: World) -> None:
+    async with world.client() as client:
+        await login(client, "viewer@alpha.test", PASSWORD)
+        value = client.cookies.get("rollout_session")
+        assert value
+        body, _, signature = value.partition(".")
+        client.cookies.set("rollout_session", body + "." + signature[::-1])
+        assert (await client.get(f"/w/{world.workspace_id}/traces")).status_code == 303
+
+
+async def test_workspace_picker_lists_only_my_workspaces(world: World, outsider: httpx.AsyncClient) -> None:
+    page = await outsider.get("/workspaces")
+    assert "beta" in page.text and "alpha" not in page.text
