@@ -11,7 +11,6 @@ import platform
 import statistics
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -194,14 +193,6 @@ def machine_summary() -> str:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return (f"{os.cpu_count()} cores ({model}), {memory:.0f} GiB RAM, Python {platform.python_version()}, "
             f"load average at start {load}")
-
-
-def wait_for_quiet(max_load: float, timeout: float) -> float:
-    """Wait (up to `timeout` s) until the 1-minute load average drops below `max_load`; return it."""
-    deadline = time.monotonic() + timeout
-    while os.getloadavg()[0] >= max_load and time.monotonic() < deadline:
-        time.sleep(5)
-    return os.getloadavg()[0]
 
 
 # -- output -------------------------------------------------------------------------------------------------

@@ -66,6 +66,10 @@ WRITE_BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/runs/{run}/score"): {},
     ("POST", "/runs/{run}/advantages"): {},
     ("POST", "/rollouts/{rollout_id}/discard"): {"reason": "intruder"},
+    # The import body is read only after the dataset is found; this JSON object is also one valid JSONL line.
+    ("POST", "/datasets/{dataset}/import"): {"key": "intruder", "instruction": "x"},
+    ("POST", "/rollouts/{rollout_id}/promote"): {"dataset": "intruder-regressions"},
+    ("POST", "/runs/{run}/promote"): {"dataset": "intruder-regressions"},
 }
 
 

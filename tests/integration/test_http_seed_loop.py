@@ -15,13 +15,15 @@ PDF = b"%PDF-1.4\n" + bytes(range(256)) * 400
 
 
 def _seed_loop(live) -> None:
+    # The live server is shared by the session: a name of its own keeps this test independent.
+    dataset = f"paper-summary-{uuid.uuid4().hex[:8]}"
     with live.client() as http:
         file = http.post("/api/v1/files", files={"file": ("paper.pdf", PDF, "application/pdf")}).json()
         tasks = [{"key": f"q{i}", "instruction": f"Summarise page {i}", "input": {"page": i},
                   "files": [file["id"]]} for i in range(3)]
-        assert http.post("/api/v1/datasets", json={"name": "paper-summary-v1", "tasks": tasks}).status_code == 201
+        assert http.post("/api/v1/datasets", json={"name": dataset, "tasks": tasks}).status_code == 201
 
-        run = http.post("/api/v1/runs", json={"dataset": "paper-summary-v1", "workflow_name": "Paper QA",
+        run = http.post("/api/v1/runs", json={"dataset": dataset, "workflow_name": "Paper QA",
                                               "group_id": "thread-42"}).json()
         items = http.get(f"/api/v1/runs/{run['id']}/tasks").json()["items"]
         assert [i["task"]["key"] for i in items] == ["q0", "q1", "q2"]

@@ -19,6 +19,7 @@ def form_posts(world: World, seeded: Seeded, key_id: str, user_id: str) -> list[
     ws, rid, ds = world.workspace_id, seeded.rollout_ids[0], seeded.dataset_id
     return [
         (f"/w/{ws}/rollouts/{rid}/scores", {"name": "x", "data_type": "number", "value": "1"}),
+        (f"/w/{ws}/rollouts/{rid}/promote", {"dataset": "sneaky"}),
         (f"/w/{ws}/datasets", {"name": "sneaky"}),
         (f"/w/{ws}/datasets/{ds}/tasks", {"key": "sneaky", "instruction": "x"}),
         (f"/w/{ws}/settings/members", {"email": "new@x.test", "role": "owner", "password": "password-123"}),
@@ -30,7 +31,8 @@ def form_posts(world: World, seeded: Seeded, key_id: str, user_id: str) -> list[
 
 
 WORKSPACE_POST_TEMPLATES = {
-    "/w/{workspace_id}/rollouts/{rollout_id}/scores", "/w/{workspace_id}/datasets",
+    "/w/{workspace_id}/rollouts/{rollout_id}/scores", "/w/{workspace_id}/rollouts/{rollout_id}/promote",
+    "/w/{workspace_id}/datasets",
     "/w/{workspace_id}/datasets/{dataset_ref}/tasks", "/w/{workspace_id}/settings/members",
     "/w/{workspace_id}/settings/members/{user_id}", "/w/{workspace_id}/settings/keys",
     "/w/{workspace_id}/settings/keys/{key_id}/revoke", "/w/{workspace_id}/settings/storage",

@@ -167,6 +167,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/files/from-bucket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * File From Bucket
+         * @description A file from the workspace's connected bucket: referenced in place (no copy) or imported into the store.
+         */
+        post: operations["file_from_bucket_api_v1_files_from_bucket_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/datasets": {
         parameters: {
             query?: never;
@@ -335,6 +355,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/datasets/{dataset}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Diff Versions
+         * @description Tasks added, removed and changed (with the changed fields) between two versions, by key.
+         */
+        get: operations["diff_versions_api_v1_datasets__dataset__diff_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/datasets/{dataset}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export
+         * @description Stream a version of the dataset (tasks and file bytes) in a format that `import` reads back.
+         */
+        get: operations["export_api_v1_datasets__dataset__export_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/datasets/{dataset}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import Tasks
+         * @description Import tasks and files as one new version (none when nothing changed); streamed, checked archives.
+         */
+        post: operations["import_tasks_api_v1_datasets__dataset__import_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{rollout_id}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Promote One
+         * @description Make a task of a rollout (its task or ad-hoc input, optionally its output as expected) in a new version.
+         */
+        post: operations["promote_one_api_v1_rollouts__rollout_id__promote_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Promote Failures
+         * @description Promote every failed (or below-threshold) task of a run into a dataset, in one new version.
+         */
+        post: operations["promote_failures_api_v1_runs__run__promote_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs": {
         parameters: {
             query?: never;
@@ -408,7 +528,7 @@ export interface paths {
         };
         /**
          * List Run Tasks
-         * @description What `run.tasks` iterates: the pinned version's tasks (or the source run's failed ones) × repeats.
+         * @description What `run.tasks` iterates: the pinned version's tasks (or the source run's failed ones) x repeats.
          */
         get: operations["list_run_tasks_api_v1_runs__run__tasks_get"];
         put?: never;
@@ -578,11 +698,279 @@ export interface paths {
         put?: never;
         /**
          * Ingest
-         * @description Events and scores for many rollouts in one request, answered per item.
+         * @description Events, scores and finishes for many rollouts in one request, answered per item.
          *     A schema-invalid item rejects the whole request (422, nothing stored); an item for an unknown or
-         *     finished rollout is `rejected` on its own while the rest are stored.
+         *     finished rollout is `rejected` on its own while the rest are stored. Finishes apply last.
          */
         post: operations["ingest_api_v1_ingest_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/scorers/types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Scorer Types
+         * @description Scorer types this server can run: built-ins and installed `rollout.scorers` entry points.
+         */
+        get: operations["list_scorer_types_api_v1_scorers_types_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/scorers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Scorers
+         * @description Scorers of a dataset, of a run (its own and its dataset's), or of the whole workspace.
+         */
+        get: operations["list_scorers_api_v1_scorers_get"];
+        put?: never;
+        /**
+         * Put Scorer
+         * @description Attach a scorer to a dataset or a run; it scores their rollouts when they finish.
+         */
+        post: operations["put_scorer_api_v1_scorers_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/scorers/{scorer_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Scorer
+         * @description One scorer configuration.
+         */
+        get: operations["get_scorer_api_v1_scorers__scorer_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Scorer
+         * @description Remove a scorer; the scores it wrote stay.
+         */
+        delete: operations["delete_scorer_api_v1_scorers__scorer_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run}/score": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Score Run
+         * @description Queue scoring of a past run's finished rollouts; follow progress at GET …/scoring.
+         */
+        post: operations["score_run_api_v1_runs__run__score_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run}/scoring": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Scoring Status
+         * @description Scoring jobs of a run by status, and how many scorer errors its rollouts carry.
+         */
+        get: operations["scoring_status_api_v1_runs__run__scoring_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run}/scorer-errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Scorer Errors
+         * @description Scorers that failed on the run's rollouts (their error is also a score with data_type `error`).
+         */
+        get: operations["list_scorer_errors_api_v1_runs__run__scorer_errors_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run}/advantages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Compute Advantages
+         * @description Compute GRPO-style advantages per group and mark zero-variance groups and errored rollouts discarded.
+         */
+        post: operations["compute_advantages_api_v1_runs__run__advantages_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run Metrics
+         * @description Mean, std, min, max and count of every numeric score, the reward and the advantage of a run.
+         */
+        get: operations["run_metrics_api_v1_runs__run__metrics_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rollouts/{rollout_id}/discard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Discard Rollout
+         * @description Mark a rollout discarded (excluded from exports by default) with a reason, or take the mark back.
+         */
+        post: operations["discard_rollout_api_v1_rollouts__rollout_id__discard_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exports/{format}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export
+         * @description Stream the selected rollouts in a trainer format, as JSONL (`application/x-ndjson`) or Parquet.
+         */
+        get: operations["export_api_v1_exports__format__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Export Job
+         * @description Write an export to an S3 destination in the background (the server's credentials); poll its job.
+         */
+        post: operations["create_export_job_api_v1_exports_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exports/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Export Job
+         * @description An S3 export's progress and outcome.
+         */
+        get: operations["get_export_job_api_v1_exports_jobs__job_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import Rollouts
+         * @description Import JSONL into a new run, with its tasks, traces, scores and rewards; answers with the run's metrics.
+         */
+        post: operations["import_rollouts_api_v1_imports_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -593,6 +981,72 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AdvantagesRequest */
+        AdvantagesRequest: {
+            /**
+             * Normalization
+             * @description grpo: (r-mean)/(std+eps); dr_grpo: r-mean; batch: (r-mean)/(batch std+eps).
+             * @default grpo
+             * @enum {string}
+             */
+            normalization?: "grpo" | "dr_grpo" | "batch";
+            /**
+             * Epsilon
+             * @default 0.000001
+             */
+            epsilon?: number;
+            /**
+             * Std Ddof
+             * @description 1: sample std (torch, TRL, verl); 0: population std.
+             * @default 1
+             * @enum {integer}
+             */
+            std_ddof?: 0 | 1;
+            /**
+             * Group By
+             * @description auto: the group key when set, else the task; always within a training step.
+             * @default auto
+             * @enum {string}
+             */
+            group_by?: "auto" | "task" | "group_key";
+            /**
+             * Discard Zero Variance
+             * @default true
+             */
+            discard_zero_variance?: boolean;
+            /** Discard Statuses */
+            discard_statuses?: ("failed" | "errored" | "cancelled")[];
+            /**
+             * Discard Unscored
+             * @default false
+             */
+            discard_unscored?: boolean;
+        };
+        /** AdvantagesResult */
+        AdvantagesResult: {
+            /** Run Id */
+            run_id: string;
+            /** Run Number */
+            run_number: number;
+            /** Normalization */
+            normalization: string;
+            /** Rollouts */
+            rollouts: number;
+            /** Scored */
+            scored: number;
+            /** Groups */
+            groups: number;
+            /** Discarded Zero Variance */
+            discarded_zero_variance: number;
+            /** Discarded Errored */
+            discarded_errored: number;
+            /** Discarded Unscored */
+            discarded_unscored: number;
+            /** Mean Reward */
+            mean_reward: number | null;
+            /** Std Reward */
+            std_reward: number | null;
+        };
         /** ApiKeyCreate */
         ApiKeyCreate: {
             /**
@@ -619,9 +1073,9 @@ export interface components {
              */
             created_at: string;
             /** Last Used At */
-            last_used_at?: string | null;
+            last_used_at: string | null;
             /** Revoked At */
-            revoked_at?: string | null;
+            revoked_at: string | null;
             /**
              * Secret
              * @description The full key. It is shown only in this response; store it now.
@@ -645,9 +1099,9 @@ export interface components {
              */
             created_at: string;
             /** Last Used At */
-            last_used_at?: string | null;
+            last_used_at: string | null;
             /** Revoked At */
-            revoked_at?: string | null;
+            revoked_at: string | null;
         };
         /** AttachFiles */
         AttachFiles: {
@@ -670,6 +1124,40 @@ export interface components {
             /** Message */
             message?: string | null;
         };
+        /** DatasetImportResult */
+        DatasetImportResult: {
+            /** Dataset Id */
+            dataset_id: string;
+            /** Dataset */
+            dataset: string;
+            /**
+             * Version
+             * @description The new version, or the latest when nothing changed.
+             */
+            version: number;
+            /** Created Dataset */
+            created_dataset: boolean;
+            /** Changed */
+            changed: boolean;
+            /**
+             * Tasks
+             * @description Tasks in the version.
+             */
+            tasks: number;
+            /** Added */
+            added: number;
+            /** Updated */
+            updated: number;
+            /** Removed */
+            removed: number;
+            /** Unchanged */
+            unchanged: number;
+            /**
+             * Files
+             * @description Distinct files referenced by the imported tasks.
+             */
+            files: number;
+        };
         /** DatasetOut */
         DatasetOut: {
             /** Id */
@@ -677,7 +1165,7 @@ export interface components {
             /** Name */
             name: string;
             /** Description */
-            description?: string | null;
+            description: string | null;
             /** Latest Version */
             latest_version: number;
             /** Task Count */
@@ -693,6 +1181,56 @@ export interface components {
              */
             updated_at: string;
         };
+        /** DiffItem */
+        DiffItem: {
+            /** Key */
+            key: string;
+            /**
+             * Change
+             * @enum {string}
+             */
+            change: "added" | "removed" | "changed";
+            /**
+             * Fields
+             * @description For a changed task: the fields that differ.
+             */
+            fields: string[];
+            before: components["schemas"]["TaskOut"] | null;
+            after: components["schemas"]["TaskOut"] | null;
+        };
+        /** DiffPage */
+        DiffPage: {
+            /**
+             * From Version
+             * @description 0 stands for the empty dataset before version 1.
+             */
+            from_version: number;
+            /** To Version */
+            to_version: number;
+            /** Items */
+            items: components["schemas"]["DiffItem"][];
+            /** Next Cursor */
+            next_cursor: string | null;
+        };
+        /** DiscardIn */
+        DiscardIn: {
+            /**
+             * Discarded
+             * @default true
+             */
+            discarded?: boolean;
+            /** Reason */
+            reason?: string | null;
+        };
+        /** DiscardOut */
+        DiscardOut: {
+            /** Id */
+            id: string;
+            /** Discarded */
+            discarded: boolean;
+            /** Discard Reason */
+            discard_reason: string | null;
+        };
         /** EventBatch */
         EventBatch: {
             /** Events */
@@ -703,7 +1241,8 @@ export interface components {
          * @description One trace event. Fields beyond the common ones are the kind's body and are kept as sent:
          *     message (role, content), reasoning (content), llm_call (model, input, output, usage, cost),
          *     tool_call (name, arguments, call_id), tool_result (call_id, output, is_error), error (message),
-         *     log (message, level), span (name).
+         *     log (message, level), span (name). Events arrive inside a batch whose schema cleans the whole body
+         *     (NUL characters, non-finite numbers) once.
          */
         EventIn: {
             /**
@@ -748,21 +1287,180 @@ export interface components {
             /** Kind */
             kind: string;
             /** Parent Id */
-            parent_id?: string | null;
+            parent_id: string | null;
             /** Name */
-            name?: string | null;
+            name: string | null;
             /** Started At */
-            started_at?: string | null;
+            started_at: string | null;
             /** Ended At */
-            ended_at?: string | null;
+            ended_at: string | null;
             /** Duration Ms */
-            duration_ms?: number | null;
+            duration_ms: number | null;
             /** Metadata */
-            metadata?: {
+            metadata: {
                 [key: string]: unknown;
             } | null;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * ExportFilter
+         * @description Which rollouts to export. Every field narrows the selection; discarded rollouts are left out unless asked.
+         */
+        ExportFilter: {
+            /**
+             * Runs
+             * @description Run IDs or numbers.
+             */
+            runs?: string[] | null;
+            /**
+             * Dataset
+             * @description Dataset name or ID: rollouts of its runs.
+             */
+            dataset?: string | null;
+            /**
+             * Split
+             * @description Only tasks of this split.
+             */
+            split?: string | null;
+            /** Status */
+            status?: ("running" | "succeeded" | "failed" | "errored" | "cancelled")[] | null;
+            /**
+             * Score Name
+             * @description With score_min/score_max: rollouts having this score in range.
+             */
+            score_name?: string | null;
+            /** Score Min */
+            score_min?: number | null;
+            /** Score Max */
+            score_max?: number | null;
+            /** Reward Min */
+            reward_min?: number | null;
+            /** Reward Max */
+            reward_max?: number | null;
+            /** Started After */
+            started_after?: string | null;
+            /** Started Before */
+            started_before?: string | null;
+            /**
+             * Tags
+             * @description Rollouts of runs carrying all these tags.
+             */
+            tags?: string[] | null;
+            /** Step */
+            step?: number | null;
+            /**
+             * Include Discarded
+             * @default false
+             */
+            include_discarded?: boolean;
+            /**
+             * Limit
+             * @description At most this many rollouts.
+             */
+            limit?: number | null;
+        };
+        /**
+         * ExportJobIn
+         * @description An export written by a background worker to an S3 destination.
+         */
+        ExportJobIn: {
+            /**
+             * Format
+             * @enum {string}
+             */
+            format: "rollout" | "nemo-gym" | "openai-sft" | "openai-dpo" | "trl-sft" | "trl-dpo" | "grpo";
+            /**
+             * File Format
+             * @default jsonl
+             * @enum {string}
+             */
+            file_format?: "jsonl" | "parquet";
+            /**
+             * Destination
+             * @description s3://bucket/key
+             */
+            destination: string;
+            filter?: components["schemas"]["ExportFilter"];
+            options?: components["schemas"]["ExportOptions"];
+        };
+        /** ExportJobOut */
+        ExportJobOut: {
+            /** Id */
+            id: string;
+            /** Status */
+            status: string;
+            /** Format */
+            format: string;
+            /** File Format */
+            file_format: string;
+            /** Destination */
+            destination: string;
+            /** Attempts */
+            attempts: number;
+            /** Error */
+            error: string | null;
+            /** Lines */
+            lines: number | null;
+            /** Bytes */
+            bytes: number | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Finished At */
+            finished_at: string | null;
+        };
+        /** ExportOptions */
+        ExportOptions: {
+            /**
+             * Margin
+             * @description DPO formats: minimum reward difference of a pair.
+             * @default 0.1
+             */
+            margin?: number;
+            /**
+             * Pairs
+             * @description DPO formats: every qualifying pair, or only best against worst per group.
+             * @default all
+             * @enum {string}
+             */
+            pairs?: "all" | "best_worst";
+            /**
+             * Style
+             * @description trl-sft line shape.
+             * @default messages
+             * @enum {string}
+             */
+            style?: "messages" | "prompt_completion";
+            /**
+             * Group By
+             * @description Grouping of DPO and GRPO formats.
+             * @default auto
+             * @enum {string}
+             */
+            group_by?: "auto" | "task" | "group_key";
+        };
+        /** FileFromBucket */
+        FileFromBucket: {
+            /**
+             * Key
+             * @description Object key in the workspace's connected bucket.
+             */
+            key: string;
+            /**
+             * Name
+             * @description File name; default: the key's last part.
+             */
+            name?: string | null;
+            /**
+             * Mode
+             * @description reference: point at the object without copying; import: copy the bytes in.
+             * @default reference
+             * @enum {string}
+             */
+            mode?: "reference" | "import";
         };
         /** FileOut */
         FileOut: {
@@ -786,6 +1484,11 @@ export interface components {
              * @description API path that streams the bytes (same auth).
              */
             download_path: string;
+            /**
+             * External Key
+             * @description Object key in the connected bucket for a referenced file.
+             */
+            external_key: string | null;
         };
         /** FileUrl */
         FileUrl: {
@@ -795,12 +1498,30 @@ export interface components {
              * Expires In
              * @description Seconds until a presigned URL expires; null for API paths.
              */
-            expires_in?: number | null;
+            expires_in: number | null;
         };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
+        /** ImportResult */
+        ImportResult: {
+            run: components["schemas"]["RunRef"];
+            /** Dataset */
+            dataset: string | null;
+            /** Dataset Version */
+            dataset_version: number | null;
+            /** Rollouts */
+            rollouts: number;
+            /** Events */
+            events: number;
+            /** Scores */
+            scores: number;
+            /** Tasks */
+            tasks: number;
+            /**
+             * Missing Files
+             * @description Task files named by SHA-256 that this workspace does not hold.
+             * @default 0
+             */
+            missing_files: number;
+            metrics: components["schemas"]["RunMetrics"];
         };
         /**
          * IngestBatch
@@ -811,6 +1532,11 @@ export interface components {
             events?: components["schemas"]["IngestEvent"][];
             /** Scores */
             scores?: components["schemas"]["IngestScore"][];
+            /**
+             * Finishes
+             * @description Rollouts to finish, after this batch's events and scores are stored.
+             */
+            finishes?: components["schemas"]["IngestFinish"][];
         };
         /** IngestEvent */
         IngestEvent: {
@@ -852,6 +1578,29 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** IngestFinish */
+        IngestFinish: {
+            /**
+             * Status
+             * @description Default: failed when error is given, else succeeded.
+             */
+            status?: ("succeeded" | "failed" | "errored" | "cancelled") | null;
+            /** Output */
+            output?: unknown | null;
+            /** Error */
+            error?: string | null;
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Ended At
+             * @description When the attempt ended, by the client's clock (default: when the server receives this). Kept between the rollout's start and now, so latency never includes delivery delay.
+             */
+            ended_at?: string | null;
+            /** Rollout Id */
+            rollout_id: string;
+        };
         /** IngestResult */
         IngestResult: {
             /** Created */
@@ -863,10 +1612,20 @@ export interface components {
             /** Events */
             events: components["schemas"]["ItemResult"][];
             /** Scores */
-            scores?: components["schemas"]["ItemResult"][];
+            scores: components["schemas"]["ItemResult"][];
+            /**
+             * Finishes
+             * @description created: finished now; duplicate: it was already finished.
+             */
+            finishes: components["schemas"]["ItemResult"][];
         };
         /** IngestScore */
         IngestScore: {
+            /**
+             * Id
+             * @description Client-generated; a re-sent score is stored once.
+             */
+            id?: string | null;
             /** Name */
             name: string;
             /**
@@ -892,82 +1651,205 @@ export interface components {
             /** Rollout Id */
             rollout_id: string;
         };
+        /** InlineScorer */
+        InlineScorer: {
+            /** Name */
+            name: string;
+            /** Type */
+            type: string;
+            /** Config */
+            config?: {
+                [key: string]: unknown;
+            };
+        };
         /** ItemResult */
         ItemResult: {
             /** Index */
             index: number;
             /** Id */
-            id?: string | null;
+            id: string | null;
             /**
              * Status
              * @enum {string}
              */
             status: "created" | "duplicate" | "rejected";
             /** Error */
-            error?: string | null;
+            error: string | null;
         };
         /** Page[ApiKeyOut] */
         Page_ApiKeyOut_: {
             /** Items */
             items: components["schemas"]["ApiKeyOut"][];
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         /** Page[DatasetOut] */
         Page_DatasetOut_: {
             /** Items */
             items: components["schemas"]["DatasetOut"][];
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         /** Page[EventOut] */
         Page_EventOut_: {
             /** Items */
             items: components["schemas"]["EventOut"][];
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         /** Page[RolloutOut] */
         Page_RolloutOut_: {
             /** Items */
             items: components["schemas"]["RolloutOut"][];
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         /** Page[RunOut] */
         Page_RunOut_: {
             /** Items */
             items: components["schemas"]["RunOut"][];
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         /** Page[RunTaskItem] */
         Page_RunTaskItem_: {
             /** Items */
             items: components["schemas"]["RunTaskItem"][];
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         /** Page[ScoreOut] */
         Page_ScoreOut_: {
             /** Items */
             items: components["schemas"]["ScoreOut"][];
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
+        };
+        /** Page[ScorerErrorOut] */
+        Page_ScorerErrorOut_: {
+            /** Items */
+            items: components["schemas"]["ScorerErrorOut"][];
+            /** Next Cursor */
+            next_cursor: string | null;
+        };
+        /** Page[ScorerOut] */
+        Page_ScorerOut_: {
+            /** Items */
+            items: components["schemas"]["ScorerOut"][];
+            /** Next Cursor */
+            next_cursor: string | null;
         };
         /** Page[TaskOut] */
         Page_TaskOut_: {
             /** Items */
             items: components["schemas"]["TaskOut"][];
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         /** Page[VersionOut] */
         Page_VersionOut_: {
             /** Items */
             items: components["schemas"]["VersionOut"][];
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
+        };
+        /**
+         * Problem
+         * @description An RFC 9457 problem detail (`application/problem+json`).
+         */
+        Problem: {
+            /** Type */
+            type: string;
+            /** Title */
+            title: string;
+            /** Status */
+            status: number;
+            /** Detail */
+            detail: string;
+            /** Instance */
+            instance?: string | null;
+            /** Errors */
+            errors?: components["schemas"]["ProblemField"][] | null;
+        };
+        /** ProblemField */
+        ProblemField: {
+            /**
+             * Field
+             * @description Path of the offending field inside the request, e.g. events.2.kind.
+             */
+            field: string;
+            /** Message */
+            message: string;
+            /**
+             * In
+             * @description body, query, path or header.
+             */
+            in?: string | null;
+        };
+        /** PromoteResult */
+        PromoteResult: {
+            /** Dataset Id */
+            dataset_id: string;
+            /** Dataset */
+            dataset: string;
+            /** Version */
+            version: number;
+            /** Created Dataset */
+            created_dataset: boolean;
+            /**
+             * Keys
+             * @description Keys of the tasks written, in order.
+             */
+            keys: string[];
+            /** Added */
+            added: number;
+            /** Updated */
+            updated: number;
+        };
+        /** PromoteRollout */
+        PromoteRollout: {
+            /**
+             * Dataset
+             * @description Dataset name or ID; a new name creates it.
+             */
+            dataset: string;
+            /**
+             * Key
+             * @description Task key; default: the rollout's task key (or run<N>-attempt<M> for ad-hoc input). An existing key gets a new revision.
+             */
+            key?: string | null;
+            /**
+             * Use Output As Expected
+             * @default false
+             */
+            use_output_as_expected?: boolean;
+            /** Message */
+            message?: string | null;
+        };
+        /** PromoteRun */
+        PromoteRun: {
+            /**
+             * Dataset
+             * @description Dataset name or ID; a new name creates it.
+             */
+            dataset: string;
+            /**
+             * Statuses
+             * @description Rollout statuses to promote.
+             */
+            statuses?: ("failed" | "errored" | "cancelled" | "running" | "succeeded")[];
+            /**
+             * Reward Below
+             * @description Also promote rollouts whose reward is below this.
+             */
+            reward_below?: number | null;
+            /**
+             * Use Output As Expected
+             * @default false
+             */
+            use_output_as_expected?: boolean;
+            /** Message */
+            message?: string | null;
         };
         /** RolloutCreate */
         RolloutCreate: {
@@ -1000,6 +1882,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Client Key
+             * @description Idempotency key: a retried start with the same key returns the same rollout.
+             */
+            client_key?: string | null;
         };
         /** RolloutDetail */
         RolloutDetail: {
@@ -1014,34 +1901,39 @@ export interface components {
             /** Url */
             url: string;
             /** Task Id */
-            task_id?: string | null;
+            task_id: string | null;
             /** Task Key */
-            task_key?: string | null;
+            task_key: string | null;
             /** Repeat Index */
             repeat_index: number;
             /** Input */
-            input?: unknown | null;
+            input: unknown | null;
             /** Status */
             status: string;
             /** Output */
-            output?: unknown | null;
+            output: unknown | null;
             /** Error */
-            error?: string | null;
+            error: string | null;
             /** Reward */
-            reward?: number | null;
+            reward: number | null;
+            /**
+             * Advantage
+             * @description Group-relative advantage (POST /runs/{run}/advantages).
+             */
+            advantage: number | null;
             /**
              * Discarded
              * @default false
              */
-            discarded?: boolean;
+            discarded: boolean;
             /** Discard Reason */
-            discard_reason?: string | null;
+            discard_reason: string | null;
             /** Step */
-            step?: number | null;
+            step: number | null;
             /** Group Key */
-            group_key?: string | null;
+            group_key: string | null;
             /** Metadata */
-            metadata?: {
+            metadata: {
                 [key: string]: unknown;
             } | null;
             /**
@@ -1050,46 +1942,46 @@ export interface components {
              */
             started_at: string;
             /** Ended At */
-            ended_at?: string | null;
+            ended_at: string | null;
             /** Latency Ms */
-            latency_ms?: number | null;
+            latency_ms: number | null;
             /**
              * Input Tokens
              * @default 0
              */
-            input_tokens?: number;
+            input_tokens: number;
             /**
              * Output Tokens
              * @default 0
              */
-            output_tokens?: number;
+            output_tokens: number;
             /**
              * Total Tokens
              * @default 0
              */
-            total_tokens?: number;
+            total_tokens: number;
             /**
              * Cost
              * @default 0
              */
-            cost?: number;
+            cost: number;
             /**
              * Event Count
              * @default 0
              */
-            event_count?: number;
+            event_count: number;
             /** Scores */
-            scores?: components["schemas"]["ScoreOut"][];
+            scores: components["schemas"]["ScoreOut"][];
             /**
              * Events
              * @description The first page of the trace.
              */
-            events?: components["schemas"]["EventOut"][];
+            events: components["schemas"]["EventOut"][];
             /**
              * Events Next Cursor
              * @description Pass to GET …/events?cursor= for the rest.
              */
-            events_next_cursor?: string | null;
+            events_next_cursor: string | null;
         };
         /** RolloutFinish */
         RolloutFinish: {
@@ -1106,6 +1998,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Ended At
+             * @description When the attempt ended, by the client's clock (default: when the server receives this). Kept between the rollout's start and now, so latency never includes delivery delay.
+             */
+            ended_at?: string | null;
         };
         /** RolloutOut */
         RolloutOut: {
@@ -1120,34 +2017,39 @@ export interface components {
             /** Url */
             url: string;
             /** Task Id */
-            task_id?: string | null;
+            task_id: string | null;
             /** Task Key */
-            task_key?: string | null;
+            task_key: string | null;
             /** Repeat Index */
             repeat_index: number;
             /** Input */
-            input?: unknown | null;
+            input: unknown | null;
             /** Status */
             status: string;
             /** Output */
-            output?: unknown | null;
+            output: unknown | null;
             /** Error */
-            error?: string | null;
+            error: string | null;
             /** Reward */
-            reward?: number | null;
+            reward: number | null;
+            /**
+             * Advantage
+             * @description Group-relative advantage (POST /runs/{run}/advantages).
+             */
+            advantage: number | null;
             /**
              * Discarded
              * @default false
              */
-            discarded?: boolean;
+            discarded: boolean;
             /** Discard Reason */
-            discard_reason?: string | null;
+            discard_reason: string | null;
             /** Step */
-            step?: number | null;
+            step: number | null;
             /** Group Key */
-            group_key?: string | null;
+            group_key: string | null;
             /** Metadata */
-            metadata?: {
+            metadata: {
                 [key: string]: unknown;
             } | null;
             /**
@@ -1156,34 +2058,34 @@ export interface components {
              */
             started_at: string;
             /** Ended At */
-            ended_at?: string | null;
+            ended_at: string | null;
             /** Latency Ms */
-            latency_ms?: number | null;
+            latency_ms: number | null;
             /**
              * Input Tokens
              * @default 0
              */
-            input_tokens?: number;
+            input_tokens: number;
             /**
              * Output Tokens
              * @default 0
              */
-            output_tokens?: number;
+            output_tokens: number;
             /**
              * Total Tokens
              * @default 0
              */
-            total_tokens?: number;
+            total_tokens: number;
             /**
              * Cost
              * @default 0
              */
-            cost?: number;
+            cost: number;
             /**
              * Event Count
              * @default 0
              */
-            event_count?: number;
+            event_count: number;
         };
         /** RunAggregates */
         RunAggregates: {
@@ -1191,42 +2093,42 @@ export interface components {
              * Rollout Count
              * @default 0
              */
-            rollout_count?: number;
+            rollout_count: number;
             /** By Status */
-            by_status?: {
+            by_status: {
                 [key: string]: number;
             };
             /** Mean Reward */
-            mean_reward?: number | null;
+            mean_reward: number | null;
             /**
              * Scored Count
              * @default 0
              */
-            scored_count?: number;
+            scored_count: number;
             /**
              * Input Tokens
              * @default 0
              */
-            input_tokens?: number;
+            input_tokens: number;
             /**
              * Output Tokens
              * @default 0
              */
-            output_tokens?: number;
+            output_tokens: number;
             /**
              * Total Tokens
              * @default 0
              */
-            total_tokens?: number;
+            total_tokens: number;
             /**
              * Cost
              * @default 0
              */
-            cost?: number;
+            cost: number;
             /** Latency P50 Ms */
-            latency_p50_ms?: number | null;
+            latency_p50_ms: number | null;
             /** Latency P95 Ms */
-            latency_p95_ms?: number | null;
+            latency_p95_ms: number | null;
         };
         /** RunCreate */
         RunCreate: {
@@ -1273,10 +2175,20 @@ export interface components {
              */
             only_failed_from?: string | null;
             /**
+             * Client Key
+             * @description Idempotency key: starting again with the same key returns the same run.
+             */
+            client_key?: string | null;
+            /**
              * Failed Statuses
              * @description Rollout statuses that count as failed for only_failed_from.
              */
             failed_statuses?: ("failed" | "errored" | "cancelled" | "running")[];
+            /**
+             * Reward Below
+             * @description With only_failed_from: also re-run the tasks whose reward there was below this.
+             */
+            reward_below?: number | null;
         };
         /** RunDetail */
         RunDetail: {
@@ -1287,32 +2199,34 @@ export interface components {
             /** Url */
             url: string;
             /** Dataset Id */
-            dataset_id?: string | null;
+            dataset_id: string | null;
             /** Dataset Name */
-            dataset_name?: string | null;
+            dataset_name: string | null;
             /** Dataset Version */
-            dataset_version?: number | null;
+            dataset_version: number | null;
             /** Workflow Name */
-            workflow_name?: string | null;
+            workflow_name: string | null;
             /** Group Id */
-            group_id?: string | null;
+            group_id: string | null;
             /** Agent Name */
-            agent_name?: string | null;
+            agent_name: string | null;
             /** Agent Version */
-            agent_version?: string | null;
+            agent_version: string | null;
             /** Model */
-            model?: string | null;
+            model: string | null;
             /** Params */
-            params?: {
+            params: {
                 [key: string]: unknown;
             } | null;
             /** Tags */
-            tags?: string[] | null;
+            tags: string[] | null;
             /** Num Repeats */
             num_repeats: number;
             /** Reward Score */
             reward_score: string;
-            rerun_of?: components["schemas"]["RunRef"] | null;
+            rerun_of: components["schemas"]["RunRef"] | null;
+            /** Rerun Reward Below */
+            rerun_reward_below: number | null;
             /** Status */
             status: string;
             /**
@@ -1321,10 +2235,10 @@ export interface components {
              */
             created_at: string;
             /** Finished At */
-            finished_at?: string | null;
+            finished_at: string | null;
             /**
              * Task Count
-             * @description Items in the run's task list (tasks × repeats).
+             * @description Items in the run's task list (tasks x repeats).
              */
             task_count: number;
             aggregates: components["schemas"]["RunAggregates"];
@@ -1338,6 +2252,36 @@ export interface components {
              */
             status?: "finished" | "failed" | "cancelled";
         };
+        /** RunMetrics */
+        RunMetrics: {
+            /** Run Id */
+            run_id: string;
+            /** Run Number */
+            run_number: number;
+            /** Reward Score */
+            reward_score: string;
+            /** Rollout Count */
+            rollout_count: number;
+            /** Discarded Count */
+            discarded_count: number;
+            reward: components["schemas"]["Stat"] | null;
+            advantage: components["schemas"]["Stat"] | null;
+            /**
+             * Scores
+             * @description Every numeric (and boolean) score by name.
+             */
+            scores: {
+                [key: string]: components["schemas"]["Stat"];
+            };
+            /**
+             * Errors
+             * @description Scorer errors by scorer.
+             */
+            errors: {
+                [key: string]: number;
+            };
+            scoring: components["schemas"]["ScoringStatus"];
+        };
         /** RunOut */
         RunOut: {
             /** Id */
@@ -1347,32 +2291,34 @@ export interface components {
             /** Url */
             url: string;
             /** Dataset Id */
-            dataset_id?: string | null;
+            dataset_id: string | null;
             /** Dataset Name */
-            dataset_name?: string | null;
+            dataset_name: string | null;
             /** Dataset Version */
-            dataset_version?: number | null;
+            dataset_version: number | null;
             /** Workflow Name */
-            workflow_name?: string | null;
+            workflow_name: string | null;
             /** Group Id */
-            group_id?: string | null;
+            group_id: string | null;
             /** Agent Name */
-            agent_name?: string | null;
+            agent_name: string | null;
             /** Agent Version */
-            agent_version?: string | null;
+            agent_version: string | null;
             /** Model */
-            model?: string | null;
+            model: string | null;
             /** Params */
-            params?: {
+            params: {
                 [key: string]: unknown;
             } | null;
             /** Tags */
-            tags?: string[] | null;
+            tags: string[] | null;
             /** Num Repeats */
             num_repeats: number;
             /** Reward Score */
             reward_score: string;
-            rerun_of?: components["schemas"]["RunRef"] | null;
+            rerun_of: components["schemas"]["RunRef"] | null;
+            /** Rerun Reward Below */
+            rerun_reward_below: number | null;
             /** Status */
             status: string;
             /**
@@ -1381,7 +2327,7 @@ export interface components {
              */
             created_at: string;
             /** Finished At */
-            finished_at?: string | null;
+            finished_at: string | null;
         };
         /** RunRef */
         RunRef: {
@@ -1403,6 +2349,11 @@ export interface components {
         };
         /** ScoreIn */
         ScoreIn: {
+            /**
+             * Id
+             * @description Client-generated; a re-sent score is stored once.
+             */
+            id?: string | null;
             /** Name */
             name: string;
             /**
@@ -1441,14 +2392,222 @@ export interface components {
             /** Source */
             source: string;
             /** Comment */
-            comment?: string | null;
+            comment: string | null;
             /** Author */
-            author?: string | null;
+            author: string | null;
             /**
              * Created At
              * Format: date-time
              */
             created_at: string;
+        };
+        /** ScoreRunRequest */
+        ScoreRunRequest: {
+            /**
+             * Scorers
+             * @description Names of configured scorers to run (default: all of them).
+             */
+            scorers?: string[] | null;
+            /**
+             * Inline
+             * @description Ad-hoc scorers, not saved.
+             */
+            inline?: components["schemas"]["InlineScorer"][];
+            /**
+             * Rollouts
+             * @description Only these rollouts (default: every finished one).
+             */
+            rollouts?: string[] | null;
+            /** Statuses */
+            statuses?: ("succeeded" | "failed" | "errored" | "cancelled")[];
+        };
+        /** ScoreRunResult */
+        ScoreRunResult: {
+            /** Run Id */
+            run_id: string;
+            /** Run Number */
+            run_number: number;
+            /**
+             * Queued
+             * @default 0
+             */
+            queued: number;
+            /**
+             * Running
+             * @default 0
+             */
+            running: number;
+            /**
+             * Done
+             * @default 0
+             */
+            done: number;
+            /**
+             * Failed
+             * @description Jobs that ended with at least one scorer error.
+             * @default 0
+             */
+            failed: number;
+            /**
+             * Total
+             * @default 0
+             */
+            total: number;
+            /**
+             * Errors
+             * @description (rollout, scorer) pairs whose last attempt failed (see scorer-errors).
+             * @default 0
+             */
+            errors: number;
+            /** Enqueued */
+            enqueued: number;
+        };
+        /** ScorerErrorOut */
+        ScorerErrorOut: {
+            /** Rollout Id */
+            rollout_id: string;
+            /** Attempt */
+            attempt: number;
+            /** Scorer */
+            scorer: string;
+            /** Message */
+            message: string;
+            /** Detail */
+            detail: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+        };
+        /**
+         * ScorerIn
+         * @description A scorer on a dataset (all its runs) or on one run. Posting an existing name for the same target replaces it.
+         */
+        ScorerIn: {
+            /**
+             * Dataset
+             * @description Dataset name or ID.
+             */
+            dataset?: string | null;
+            /**
+             * Run
+             * @description Run ID or number.
+             */
+            run?: string | null;
+            /**
+             * Name
+             * @description The scorer's name: source (and default name) of its scores.
+             */
+            name: string;
+            /**
+             * Type
+             * @description A built-in type, `python`, or an entry point name.
+             */
+            type: string;
+            /** Config */
+            config?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Enabled
+             * @default true
+             */
+            enabled?: boolean;
+        };
+        /** ScorerOut */
+        ScorerOut: {
+            /** Id */
+            id: string;
+            /** Name */
+            name: string;
+            /** Type */
+            type: string;
+            /** Config */
+            config: {
+                [key: string]: unknown;
+            };
+            /** Enabled */
+            enabled: boolean;
+            /** Dataset Id */
+            dataset_id: string | null;
+            /** Run Id */
+            run_id: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /** ScorerTypeOut */
+        ScorerTypeOut: {
+            /** Type */
+            type: string;
+            /**
+             * Source
+             * @description builtin, or the entry point that provides it.
+             */
+            source: string;
+        };
+        /** ScoringStatus */
+        ScoringStatus: {
+            /** Run Id */
+            run_id: string;
+            /** Run Number */
+            run_number: number;
+            /**
+             * Queued
+             * @default 0
+             */
+            queued: number;
+            /**
+             * Running
+             * @default 0
+             */
+            running: number;
+            /**
+             * Done
+             * @default 0
+             */
+            done: number;
+            /**
+             * Failed
+             * @description Jobs that ended with at least one scorer error.
+             * @default 0
+             */
+            failed: number;
+            /**
+             * Total
+             * @default 0
+             */
+            total: number;
+            /**
+             * Errors
+             * @description (rollout, scorer) pairs whose last attempt failed (see scorer-errors).
+             * @default 0
+             */
+            errors: number;
+        };
+        /** Stat */
+        Stat: {
+            /** Count */
+            count: number;
+            /** Mean */
+            mean: number;
+            /**
+             * Std
+             * @description Population standard deviation.
+             */
+            std: number;
+            /** Min */
+            min: number;
+            /** Max */
+            max: number;
         };
         /** TaskIn */
         TaskIn: {
@@ -1495,23 +2654,23 @@ export interface components {
             /** Instruction */
             instruction: string;
             /** Input */
-            input?: {
+            input: {
                 [key: string]: unknown;
             } | null;
             /** Expected Output */
-            expected_output?: unknown | null;
+            expected_output: unknown | null;
             /** Output Schema */
-            output_schema?: {
+            output_schema: {
                 [key: string]: unknown;
             } | null;
             /** Metadata */
-            metadata?: {
+            metadata: {
                 [key: string]: unknown;
             } | null;
             /** Split */
-            split?: string | null;
+            split: string | null;
             /** Files */
-            files?: components["schemas"]["FileOut"][];
+            files: components["schemas"]["FileOut"][];
             /**
              * Version
              * @description The dataset version this revision of the task first appeared in.
@@ -1551,19 +2710,6 @@ export interface components {
             /** Files */
             files?: string[] | null;
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
-            type: string;
-            /** Input */
-            input?: unknown;
-            /** Context */
-            ctx?: Record<string, never>;
-        };
         /**
          * VersionCreate
          * @description One new immutable version: tasks added, updated and removed in one step.
@@ -1590,7 +2736,7 @@ export interface components {
             /** Number */
             number: number;
             /** Message */
-            message?: string | null;
+            message: string | null;
             /** Task Count */
             task_count: number;
             /** Added */
@@ -1666,6 +2812,66 @@ export interface operations {
                     "application/json": components["schemas"]["WorkspaceOut"];
                 };
             };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     list_keys_api_v1_keys_get: {
@@ -1684,6 +2890,66 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Page_ApiKeyOut_"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1710,13 +2976,64 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyCreated"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1741,13 +3058,64 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1781,6 +3149,66 @@ export interface operations {
                     "application/json": components["schemas"]["FileOut"];
                 };
             };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     get_file_api_v1_files__file_id__get: {
@@ -1803,13 +3231,64 @@ export interface operations {
                     "application/json": components["schemas"]["FileOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1845,13 +3324,64 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1876,13 +3406,148 @@ export interface operations {
                     "application/json": components["schemas"]["FileUrl"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    file_from_bucket_api_v1_files_from_bucket_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FileFromBucket"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileOut"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1910,13 +3575,64 @@ export interface operations {
                     "application/json": components["schemas"]["Page_DatasetOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1943,13 +3659,64 @@ export interface operations {
                     "application/json": components["schemas"]["DatasetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1974,13 +3741,64 @@ export interface operations {
                     "application/json": components["schemas"]["DatasetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2008,13 +3826,64 @@ export interface operations {
                     "application/json": components["schemas"]["Page_VersionOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2043,13 +3912,64 @@ export interface operations {
                     "application/json": components["schemas"]["VersionOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2078,13 +3998,64 @@ export interface operations {
                     "application/json": components["schemas"]["Page_TaskOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2116,13 +4087,64 @@ export interface operations {
                     "application/json": components["schemas"]["Page_TaskOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2150,13 +4172,64 @@ export interface operations {
                     "application/json": components["schemas"]["TaskOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2186,13 +4259,64 @@ export interface operations {
                     "application/json": components["schemas"]["VersionOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2217,13 +4341,507 @@ export interface operations {
                     "application/json": components["schemas"]["TaskOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    diff_versions_api_v1_datasets__dataset__diff_get: {
+        parameters: {
+            query?: {
+                /** @description Default: the version before `to`; 0 is the empty dataset. */
+                from?: number | null;
+                /** @description Default: latest. */
+                to?: number | null;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                dataset: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffPage"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    export_api_v1_datasets__dataset__export_get: {
+        parameters: {
+            query?: {
+                format?: "jsonl" | "harbor" | "nemo-gym";
+                /** @description Default: latest. */
+                version?: number | null;
+            };
+            header?: never;
+            path: {
+                dataset: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A zip (jsonl: tasks.jsonl + files/; harbor: dataset.toml + task folders) or NeMo Gym JSONL. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    import_tasks_api_v1_datasets__dataset__import_post: {
+        parameters: {
+            query?: {
+                format?: "jsonl" | "harbor" | "nemo-gym";
+                /** @description Create the dataset (named by the path) when it does not exist. */
+                create?: boolean;
+                /** @description Remove the tasks the import does not hold (false: merge). */
+                replace?: boolean;
+                message?: string | null;
+            };
+            header?: never;
+            path: {
+                dataset: string;
+            };
+            cookie?: never;
+        };
+        /** @description A zip as `export` writes it, or plain JSONL (jsonl, nemo-gym) naming uploaded files. */
+        requestBody: {
+            content: {
+                "application/zip": string;
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetImportResult"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    promote_one_api_v1_rollouts__rollout_id__promote_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rollout_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PromoteRollout"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PromoteResult"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    promote_failures_api_v1_runs__run__promote_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PromoteRun"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PromoteResult"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2257,13 +4875,64 @@ export interface operations {
                     "application/json": components["schemas"]["Page_RunOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2290,13 +4959,64 @@ export interface operations {
                     "application/json": components["schemas"]["RunDetail"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2321,13 +5041,64 @@ export interface operations {
                     "application/json": components["schemas"]["RunDetail"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2356,13 +5127,64 @@ export interface operations {
                     "application/json": components["schemas"]["RunDetail"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2390,13 +5212,64 @@ export interface operations {
                     "application/json": components["schemas"]["Page_RunTaskItem_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2425,13 +5298,64 @@ export interface operations {
                     "application/json": components["schemas"]["RolloutOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2460,13 +5384,64 @@ export interface operations {
                     "application/json": components["schemas"]["RolloutDetail"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2504,13 +5479,64 @@ export interface operations {
                     "application/json": components["schemas"]["Page_RolloutOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2538,13 +5564,64 @@ export interface operations {
                     "application/json": components["schemas"]["RolloutDetail"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2572,13 +5649,64 @@ export interface operations {
                     "application/json": components["schemas"]["Page_EventOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2607,13 +5735,64 @@ export interface operations {
                     "application/json": components["schemas"]["IngestResult"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2642,13 +5821,64 @@ export interface operations {
                     "application/json": components["schemas"]["RolloutOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2673,13 +5903,64 @@ export interface operations {
                     "application/json": components["schemas"]["Page_ScoreOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2708,13 +5989,64 @@ export interface operations {
                     "application/json": components["schemas"]["ScoreOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2741,13 +6073,1358 @@ export interface operations {
                     "application/json": components["schemas"]["IngestResult"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_scorer_types_api_v1_scorers_types_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScorerTypeOut"][];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_scorers_api_v1_scorers_get: {
+        parameters: {
+            query?: {
+                /** @description Dataset name or ID. */
+                dataset?: string | null;
+                /** @description Run ID or number: the scorers that apply to it. */
+                run?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_ScorerOut_"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    put_scorer_api_v1_scorers_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScorerIn"];
+            };
+        };
+        responses: {
+            /** @description An existing scorer of that name was replaced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScorerOut"];
+                };
+            };
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScorerOut"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_scorer_api_v1_scorers__scorer_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scorer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScorerOut"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_scorer_api_v1_scorers__scorer_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scorer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    score_run_api_v1_runs__run__score_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScoreRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScoreRunResult"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    scoring_status_api_v1_runs__run__scoring_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScoringStatus"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_scorer_errors_api_v1_runs__run__scorer_errors_get: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                run: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_ScorerErrorOut_"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    compute_advantages_api_v1_runs__run__advantages_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdvantagesRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdvantagesResult"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    run_metrics_api_v1_runs__run__metrics_get: {
+        parameters: {
+            query?: {
+                include_discarded?: boolean;
+            };
+            header?: never;
+            path: {
+                run: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunMetrics"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    discard_rollout_api_v1_rollouts__rollout_id__discard_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rollout_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DiscardIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiscardOut"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    export_api_v1_exports__format__get: {
+        parameters: {
+            query?: {
+                file_format?: "jsonl" | "parquet";
+                /** @description Run IDs or numbers (repeat for several). */
+                run?: string[] | null;
+                /** @description Dataset name or ID. */
+                dataset?: string | null;
+                split?: string | null;
+                status?: ("running" | "succeeded" | "failed" | "errored" | "cancelled")[] | null;
+                score_name?: string | null;
+                score_min?: number | null;
+                score_max?: number | null;
+                reward_min?: number | null;
+                reward_max?: number | null;
+                started_after?: string | null;
+                started_before?: string | null;
+                /** @description Runs carrying all these tags. */
+                tag?: string[] | null;
+                step?: number | null;
+                include_discarded?: boolean;
+                limit?: number | null;
+                /** @description DPO formats: minimum reward difference of a pair. */
+                margin?: number;
+                pairs?: "all" | "best_worst";
+                /** @description trl-sft line shape. */
+                style?: "messages" | "prompt_completion";
+                group_by?: "auto" | "task" | "group_key";
+            };
+            header?: never;
+            path: {
+                format: "rollout" | "nemo-gym" | "openai-sft" | "openai-dpo" | "trl-sft" | "trl-dpo" | "grpo";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One line per rollout (per pair, per group for the DPO and GRPO formats), streamed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                    "application/vnd.apache.parquet": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_export_job_api_v1_exports_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExportJobIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportJobOut"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_export_job_api_v1_exports_jobs__job_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportJobOut"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    import_rollouts_api_v1_imports_post: {
+        parameters: {
+            query?: {
+                format?: "rollout" | "nemo-gym";
+                /** @description Dataset for the tasks (default: the export's, else 'imported'). */
+                dataset?: string | null;
+                workflow_name?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description JSONL: native `rollout.v1` lines, or NeMo Gym rollout lines with format=nemo-gym. */
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportResult"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": unknown;
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };

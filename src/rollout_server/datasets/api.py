@@ -9,6 +9,7 @@ from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from ..common.schemas import INT32_MAX, Page
 from . import service
 from .schemas import AttachFiles, DatasetCreate, DatasetOut, TaskOut, VersionCreate, VersionOut
+from .transfer_api import router as transfer_router
 
 router = APIRouter(tags=["datasets"])
 
@@ -92,3 +93,6 @@ def attach_files(dataset: str, key: str, body: AttachFiles, caller: CurrentCalle
 def get_task_by_id(task_id: str, caller: CurrentCaller, session: ReadSession) -> TaskOut:
     """One task revision by ID."""
     return service.get_task(session, caller.workspace_id, task_id)
+
+
+router.include_router(transfer_router)

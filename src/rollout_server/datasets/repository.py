@@ -141,3 +141,36 @@ class DatasetRepository:
                 select(TaskFile.file_id).where(TaskFile.task_id == task_id).order_by(TaskFile.position)
             )
         )
+
+    def file_id_lists(self, task_ids: Sequence[str]) -> dict[str, list[str]]:
+        """File IDs of each task revision, in order."""
+        found: dict[str, list[str]] = {task_id: [] for task_id in task_ids}
+        for chunk in _chunks(list(task_ids)):
+            rows = self.session.execute(
+                select(TaskFile.task_id, TaskFile.file_id).where(TaskFile.task_id.in_(chunk))
+                .order_by(TaskFile.task_id, TaskFile.position)
+            )
+            for task_id, file_id in rows:
+                found[task_id].append(file_id)
+        return found
+
+    def open_revisions(self, dataset_id: str, up_to_version: int) -> list[tuple[str, str]]:
+        """(id, key) of the current revisions that existed by `up_to_version`."""
+        rows = self.session.execute(
+            select(Task.id, Task.key).where(Task.dataset_id == dataset_id, Task.last_version.is_(None),
+                                            Task.first_version <= up_to_version)
+        )
+        return [(task_id, key) for task_id, key in rows]
+
+    def changed_between(self, dataset_id: str, low: int, high: int, *, after_key: str | None,
+                        limit: int) -> list[Task]:
+        """Revisions visible in exactly one of two versions (what a diff shows), by key."""
+        query = select(Task).where(
+            Task.dataset_id == dataset_id,
+            or_(visible_in(low), visible_in(high)),
+            ~and_(visible_in(low), visible_in(high)),
+        )
+        if after_key is not None:
+            query = query.where(Task.key > after_key)
+        return list(self.session.scalars(query.order_by(Task.key, Task.first_version).limit(limit)))
+

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -95,3 +95,62 @@ class TaskOut(OutSchema):
     files: list[FileOut] = Field(default_factory=list)
     version: int = Field(description="The dataset version this revision of the task first appeared in.")
     created_at: datetime
+
+
+class DiffItem(OutSchema):
+    key: str
+    change: Literal["added", "removed", "changed"]
+    fields: list[str] = Field(default_factory=list, description="For a changed task: the fields that differ.")
+    before: TaskOut | None = None
+    after: TaskOut | None = None
+
+
+class DiffPage(OutSchema):
+    from_version: int = Field(description="0 stands for the empty dataset before version 1.")
+    to_version: int
+    items: list[DiffItem]
+    next_cursor: str | None = None
+
+
+class DatasetImportResult(OutSchema):
+    dataset_id: str
+    dataset: str
+    version: int = Field(description="The new version, or the latest when nothing changed.")
+    created_dataset: bool
+    changed: bool
+    tasks: int = Field(description="Tasks in the version.")
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    files: int = Field(description="Distinct files referenced by the imported tasks.")
+
+
+class PromoteRollout(Schema):
+    dataset: str = Field(min_length=1, max_length=200, description="Dataset name or ID; a new name creates it.")
+    key: str | None = Field(None, pattern=KEY_PATTERN, description="Task key; default: the rollout's task key "
+                            "(or run<N>-attempt<M> for ad-hoc input). An existing key gets a new revision.")
+    use_output_as_expected: bool = False
+    message: str | None = None
+
+
+RolloutStatus = Literal["failed", "errored", "cancelled", "running", "succeeded"]
+
+
+class PromoteRun(Schema):
+    dataset: str = Field(min_length=1, max_length=200, description="Dataset name or ID; a new name creates it.")
+    statuses: list[RolloutStatus] = Field(
+        default_factory=lambda: list[RolloutStatus](["failed", "errored"]), description="Rollout statuses to promote.")
+    reward_below: float | None = Field(None, description="Also promote rollouts whose reward is below this.")
+    use_output_as_expected: bool = False
+    message: str | None = None
+
+
+class PromoteResult(OutSchema):
+    dataset_id: str
+    dataset: str
+    version: int
+    created_dataset: bool
+    keys: list[str] = Field(description="Keys of the tasks written, in order.")
+    added: int
+    updated: int

@@ -10,11 +10,12 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from ..api.deps import Ctx, CurrentCaller, ReadSession
+from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
 from ..errors import InvalidInput, PayloadTooLarge
 from ..storage.base import CHUNK, StoredBlob, blob_key, ingest_async_stream, ingest_file
 from . import service
-from .schemas import FileOut, FileUrl
+from .bucket import FileReader, add_from_bucket
+from .schemas import FileFromBucket, FileOut, FileUrl
 
 router = APIRouter(tags=["files"])
 
@@ -104,12 +105,13 @@ def download_file(
     """Download a file's bytes (streamed)."""
     file = service.get_file(session, caller.workspace_id, file_id)
     key = blob_key(caller.workspace_id, file.sha256)
-    if redirect:
+    if redirect and file.external_key is None:
         url = ctx.store.presigned_url(key, filename=file.name, media_type=file.media_type)
         if url:
             return RedirectResponse(url, status_code=307)
     return StreamingResponse(
-        ctx.store.iter_bytes(key, CHUNK),
+        ctx.store.iter_bytes(key, CHUNK) if file.external_key is None
+        else FileReader(ctx, caller.workspace_id).chunks(file),
         media_type=file.media_type,
         headers={
             "content-length": str(file.size),
@@ -126,7 +128,13 @@ def file_url(file_id: str, caller: CurrentCaller, session: ReadSession, ctx: Ctx
     file = service.get_file(session, caller.workspace_id, file_id)
     url = ctx.store.presigned_url(
         blob_key(caller.workspace_id, file.sha256), filename=file.name, media_type=file.media_type
-    )
+    ) if file.external_key is None else None
     if url:
         return FileUrl(url=url, expires_in=3600)
     return FileUrl(url=f"{ctx.settings.base_url}/api/v1/files/{file.id}/content", expires_in=None)
+
+
+@router.post("/files/from-bucket", response_model=FileOut, status_code=201)
+def file_from_bucket(body: FileFromBucket, caller: CurrentCaller, session: WriteSession, ctx: Ctx) -> FileOut:
+    """A file from the workspace's connected bucket: referenced in place (no copy) or imported into the store."""
+    return service.to_out(add_from_bucket(ctx, session, caller.workspace_id, body.key, body.name, body.mode))

@@ -63,4 +63,5 @@ def to_out(file: File) -> FileOut:
         sha256=file.sha256,
         created_at=file.created_at,
         download_path=f"/api/v1/files/{file.id}/content",
+        external_key=file.external_key,
     )

@@ -21,4 +21,7 @@ class File(Base):
     media_type: Mapped[str] = mapped_column(String(200))
     size: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
+    # Set for a file that references an object of the workspace's connected bucket instead of a copy:
+    # its bytes are read from that bucket (key as given, outside the bucket's prefix).
+    external_key: Mapped[str | None] = mapped_column(String(1024))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ..db.base import Base
@@ -39,6 +39,8 @@ class Run(Base):
     # "Only the tasks that failed in run N": the source run and which statuses count as failed.
     rerun_of_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     rerun_statuses: Mapped[list[str] | None] = mapped_column(JSONType)
+    # A re-run also takes the source run's tasks whose reward was below this.
+    rerun_reward_below: Mapped[float | None] = mapped_column(Float)
     status: Mapped[str] = mapped_column(String(20), default="running")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from ..datasets.repository import visible_in
@@ -90,10 +90,18 @@ class RunRepository:
             failed_keys = (
                 select(Task.key)
                 .join(Rollout, Rollout.task_id == Task.id)
-                .where(Rollout.run_id == run.rerun_of_id, Rollout.status.in_(run.rerun_statuses or []))
+                .where(Rollout.run_id == run.rerun_of_id, self._failing(run))
             )
             query = query.where(Task.key.in_(failed_keys))
         return query
+
+    @staticmethod
+    def _failing(run: Run) -> Any:
+        """Source-run rollouts that count as failing: a listed status, or a reward below the threshold."""
+        failing: Any = Rollout.status.in_(run.rerun_statuses or [])
+        if run.rerun_reward_below is not None:
+            failing = or_(failing, Rollout.reward < run.rerun_reward_below)
+        return failing
 
     def count_tasks(self, run: Run) -> int:
         if run.dataset_id is None:
@@ -138,3 +146,12 @@ class RunRepository:
                 .order_by(Rollout.latency_ms)
             )
         )
+
+    def promotable_rollouts(self, run_id: str, statuses: Sequence[str], reward_below: float | None) -> list[Rollout]:
+        """A run's rollouts with one of `statuses` or a reward below the threshold, by attempt."""
+        chosen: Any = Rollout.status.in_(list(statuses))
+        if reward_below is not None:
+            chosen = or_(chosen, Rollout.reward < reward_below)
+        return list(self.session.scalars(
+            select(Rollout).where(Rollout.run_id == run_id, chosen).order_by(Rollout.attempt)
+        ))

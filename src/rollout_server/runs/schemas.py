@@ -36,6 +36,9 @@ class RunCreate(Schema):
         default_factory=lambda: list[FailedStatus](["failed", "errored"]),
         description="Rollout statuses that count as failed for only_failed_from.",
     )
+    reward_below: float | None = Field(
+        None, description="With only_failed_from: also re-run the tasks whose reward there was below this.",
+    )
 
 
 class RunFinish(Schema):
@@ -64,6 +67,7 @@ class RunOut(OutSchema):
     num_repeats: int
     reward_score: str
     rerun_of: RunRef | None = None
+    rerun_reward_below: float | None = None
     status: str
     created_at: datetime
     finished_at: datetime | None = None

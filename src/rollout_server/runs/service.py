@@ -59,6 +59,9 @@ def start_run(session: Session, workspace_id: str, body: RunCreate) -> Run:
         raise InvalidInput("dataset_version needs a dataset.", field="dataset_version")
     if source is not None and dataset is not None and source.dataset_id not in (None, dataset.id):
         raise InvalidInput("only_failed_from names a run of another dataset.", field="only_failed_from")
+    if body.reward_below is not None and source is None:
+        raise InvalidInput("reward_below needs only_failed_from (the run whose low-reward tasks to re-run).",
+                           field="reward_below")
     if source is not None and dataset is None:
         raise InvalidInput("only_failed_from names a run without a dataset; there are no tasks to re-run.",
                            field="only_failed_from")
@@ -82,6 +85,7 @@ def start_run(session: Session, workspace_id: str, body: RunCreate) -> Run:
             reward_score=body.reward_score,
             rerun_of_id=source.id if source else None,
             rerun_statuses=list(body.failed_statuses) if source else None,
+            rerun_reward_below=body.reward_below if source else None,
             status="running",
             next_attempt=1,
             client_key=body.client_key,
@@ -111,6 +115,7 @@ def runs_out(session: Session, runs: list[Run], base_url: str) -> list[RunOut]:
             agent_version=r.agent_version, model=r.model, params=r.params, tags=r.tags, num_repeats=r.num_repeats,
             reward_score=r.reward_score,
             rerun_of=RunRef(id=r.rerun_of_id, number=sources[r.rerun_of_id]) if r.rerun_of_id in sources else None,
+            rerun_reward_below=r.rerun_reward_below,
             status=r.status, created_at=r.created_at, finished_at=r.finished_at,
         )
         for r in runs

@@ -4,17 +4,21 @@ toggles, scores and the add-score form, previous/next attempt on the same task, 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from ...api.deps import Ctx
 from ...common.pagination import decode_cursor, encode_cursor
 from ...datasets import service as datasets
-from ...errors import InvalidInput, NotFound
+from ...datasets.promotion import promote_rollout
+from ...datasets.schemas import PromoteRollout
+from ...errors import Conflict, InvalidInput, NotFound
 from ...models import Rollout, Run
 from ...rollouts import service as rollouts
 from ...rollouts.repository import RolloutRepository
@@ -42,7 +46,7 @@ def _events(session: Session, rollout: Rollout, cursor: str | None, limit: int) 
 
 
 def _page(request: Request, access: Any, ctx: Ctx, session: Session, rollout: Rollout, *,
-          score_error: str | None = None, status_code: int = 200) -> Response:
+          score_error: str | None = None, promote_error: str | None = None, status_code: int = 200) -> Response:
     params = request.query_params
     options = RenderOptions.from_query(params)
     view = "gantt" if params.get("view") == "gantt" else "flat"
@@ -66,7 +70,7 @@ def _page(request: Request, access: Any, ctx: Ctx, session: Session, rollout: Ro
         "next_cursor": next_cursor, "cursor": cursor, "toggles": _toggles(params, options),
         "permalink": f"/w/{access.workspace_id}/rollouts/{rollout.id}",
         "handle_url": f"/w/{access.workspace_id}/runs/{run.number}/rollouts/{rollout.attempt}",
-        "score_error": score_error,
+        "score_error": score_error, "promote_error": promote_error,
     }
     if view == "gantt":
         bars = gantt_bars(session, rollout.id, events)
@@ -197,3 +201,34 @@ async def add_score(request: Request, rollout_id: str, access: WorkspaceAccess, 
         return await run_in_threadpool(refuse, problem)
     flash(request, f"Score '{name}' added.")
     return RedirectResponse(target, status_code=303)
+
+
+@router.post("/w/{workspace_id}/rollouts/{rollout_id}/promote", dependencies=[CsrfChecked])
+async def promote(request: Request, rollout_id: str, access: WorkspaceAccess, ctx: Ctx) -> Response:
+    """The rollout becomes a task of a dataset, exactly as POST /api/v1/rollouts/{id}/promote does."""
+    access.require("member")
+    form = await request.form()
+    fields = {"dataset": str(form.get("dataset") or "").strip(), "key": str(form.get("key") or "").strip() or None,
+              "use_output_as_expected": bool(form.get("use_output_as_expected")),
+              "message": str(form.get("message") or "").strip() or None}
+
+    def save() -> tuple[str, str]:
+        with ctx.db.transaction() as session:
+            rollout = rollouts.get_rollout(session, access.workspace_id, rollout_id)
+            result = promote_rollout(session, access.workspace_id, rollout, PromoteRollout.model_validate(fields))
+            return result.dataset, f"Promoted to {result.dataset} (version {result.version}, task {result.keys[0]})."
+
+    def refuse(message: str) -> Response:
+        with ctx.db.reading() as session:
+            rollout = rollouts.get_rollout(session, access.workspace_id, rollout_id)
+            return _page(request, access, ctx, session, rollout, promote_error=message, status_code=422)
+
+    try:
+        dataset, message = await run_in_threadpool(save)
+    except (InvalidInput, NotFound, Conflict) as error:
+        return await run_in_threadpool(refuse, error.detail)
+    except ValidationError as error:
+        first = error.errors()[0]
+        return await run_in_threadpool(refuse, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}")
+    flash(request, message)
+    return RedirectResponse(f"/w/{access.workspace_id}/datasets/{quote(dataset, safe='')}", status_code=303)
