@@ -379,9 +379,10 @@ export class Attempt {
   // -- finishing ---------------------------------------------------------------------------------------------
 
   /**
-   * Finish the attempt with its output, status and error. Its queued events are delivered first (the server
-   * refuses events for a finished rollout), then the finish call is made, retried through outages.
-   * Never throws: resolves with the finished rollout, or null when it could not be finished (logged).
+   * Finish the attempt with its output, status and error, stamped with the time of this call (`ended_at`).
+   * The finish is queued behind the attempt's events and delivered in the same ingest batch or a later one,
+   * retried through outages. Never throws: resolves with the finished rollout as stored, or null when it
+   * could not be finished (logged).
    */
   finish(options: FinishOptions = {}): Promise<RolloutOut | null> {
     if (this.done) {
@@ -390,7 +391,8 @@ export class Attempt {
     }
     this.done = true;
     if (lastStarted === this) lastStarted = undefined;
-    const body: Record<string, unknown> = {};
+    // The attempt ended now, not when the batch carrying its finish reaches the server.
+    const body: Record<string, unknown> = { ended_at: isoNow() };
     try {
       if (options.status !== undefined) body.status = options.status;
       if (options.output !== undefined) body.output = snapshot(options.output);

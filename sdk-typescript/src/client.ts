@@ -6,6 +6,7 @@ import { OnceLogger, RolloutError } from "./errors.js";
 import { fileIds, toTaskFile, uploadFile, type FileSource, type TaskFile } from "./files.js";
 import { Transport } from "./http.js";
 import { Run, withRollout, type RunDeps, type StartRolloutOptions } from "./run.js";
+import { randomUUID } from "./platform.js";
 import { Sender, type SenderStats } from "./sender.js";
 import { toTask, type RunTask, type Task, type TaskInput } from "./tasks.js";
 import type {
@@ -222,7 +223,9 @@ export class Client {
 
   /** Start a run of a dataset (name, ID or Dataset; latest version unless pinned), or with none for ad-hoc rollouts. */
   async startRun(dataset?: string | Dataset | null, options: StartRunOptions = {}): Promise<Run> {
-    const body: RunCreate = { num_repeats: options.numRepeats ?? 1 };
+    // A fresh idempotency key per call, reused by its retries: a start whose answer was lost is sent again
+    // and gets the run the first try created.
+    const body: RunCreate = { num_repeats: options.numRepeats ?? 1, client_key: randomUUID() };
     if (dataset) body.dataset = typeof dataset === "string" ? dataset : dataset.id;
     if (options.datasetVersion !== undefined) body.dataset_version = options.datasetVersion;
     if (options.workflowName !== undefined) body.workflow_name = options.workflowName;
@@ -238,7 +241,11 @@ export class Client {
       body.only_failed_from = source instanceof Run ? source.id : String(source);
     }
     if (options.failedStatuses !== undefined) body.failed_statuses = options.failedStatuses;
-    const info = await this.transport.json<RunDetail>("POST", "/api/v1/runs", { json: body, retry: "connect" });
+    const info = await this.transport.json<RunDetail>("POST", "/api/v1/runs", {
+      json: body,
+      retry: "all",
+      retryConflict: true,
+    });
     return new Run(this.deps, info);
   }
 

@@ -1,11 +1,15 @@
 // REST calls over fetch: auth, problem details into typed errors, and the retry rules.
 //
 // Retry rules, by what a repeat could do:
-//  - "all": reads and idempotent writes (GET, finishing a rollout) retry network errors, 408, 429 and 5xx.
-//  - "connect": writes that create something (a run, a rollout) retry only when the request surely never
-//    reached the server (connection refused) or was refused unprocessed (429); anything else could have
-//    been committed and a repeat would create a second one.
+//  - "all": reads and idempotent writes (GET, finishing a run, starts carrying a client_key) retry network
+//    errors, 408, 429 and 5xx.
+//  - "connect": other writes that create something retry only when the request surely never reached the
+//    server (connection refused) or was refused unprocessed (429, or 503 with Retry-After: the server's
+//    database pool was exhausted); anything else could have been committed and a repeat would create a
+//    second one.
 //  - "none": one try.
+// `retryConflict` also retries one 409: with an idempotency key in the body, a 409 is the server losing a
+// race between two requests with the same key, and the repeat returns what the winner created.
 
 import { RolloutApiError, RolloutConnectionError, type Problem } from "./errors.js";
 import type { Settings } from "./config.js";
@@ -18,6 +22,8 @@ export interface RequestOptions {
   body?: BodyInit;
   headers?: Record<string, string>;
   retry?: RetryMode;
+  /** Retry one 409 (the body carries an idempotency key). */
+  retryConflict?: boolean;
   /** Per-try timeout in ms; 0 for none (streamed downloads). */
   timeoutMs?: number;
 }
@@ -120,6 +126,7 @@ export class Transport {
   async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
     const mode = options.retry ?? (method === "GET" ? "all" : "none");
     const deadline = Date.now() + this.settings.retryWindowMs;
+    let conflicts = options.retryConflict ? 1 : 0;
     for (let tries = 0; ; tries++) {
       let response: Response;
       try {
@@ -138,8 +145,12 @@ export class Transport {
         );
       }
       if (response.ok) return response;
+      const status = response.status;
+      const overloaded = status === 503 && response.headers.has("retry-after");
       const retryable =
-        (mode === "all" && RETRY_STATUS.has(response.status)) || (mode === "connect" && response.status === 429);
+        (mode === "all" && RETRY_STATUS.has(status)) ||
+        (mode === "connect" && (status === 429 || overloaded)) ||
+        (status === 409 && conflicts-- > 0);
       const wait = retryAfterMs(response) ?? backoff(tries, 200, 2_000);
       if (retryable && Date.now() + wait < deadline) {
         await response.body?.cancel().catch(() => undefined);

@@ -3,6 +3,7 @@
 import { Attempt, runInAttempt, type AttemptDeps, type FinishOptions } from "./attempt.js";
 import { RolloutError } from "./errors.js";
 import type { Transport } from "./http.js";
+import { randomUUID } from "./platform.js";
 import { isRunTask, isTask, toRunTask, type RunTask, type Task } from "./tasks.js";
 import type { RolloutCreate, RolloutOut, RunDetail, RunTaskItem } from "./types.js";
 
@@ -65,11 +66,13 @@ export class Run {
 
   /**
    * Start an attempt at an item of `run.tasks` (or a Task, or a task ID); with no item, an ad-hoc rollout
-   * for production traffic. Throws RolloutApiError / RolloutConnectionError when the server refuses or
-   * cannot be reached.
+   * for production traffic. The request carries a fresh `client_key`, so it is retried through network
+   * errors and 5xx without ever creating a second rollout. Throws RolloutApiError / RolloutConnectionError
+   * when the server refuses or cannot be reached.
    */
   async startRollout(item?: RunTask | Task | string | null, options: StartRolloutOptions = {}): Promise<Attempt> {
-    const body: RolloutCreate = { repeat_index: 0 };
+    // A fresh idempotency key per call, reused by its retries: a retried start never makes a second rollout.
+    const body: RolloutCreate = { repeat_index: 0, client_key: randomUUID() };
     let runItem: RunTask | undefined;
     if (isRunTask(item)) {
       runItem = item;
@@ -90,7 +93,8 @@ export class Run {
     if (options.metadata !== undefined) body.metadata = options.metadata;
     const info = await this.transport.json<RolloutOut>("POST", `/api/v1/runs/${encodeURIComponent(this.id)}/rollouts`, {
       json: body,
-      retry: "connect",
+      retry: "all",
+      retryConflict: true,
     });
     return new Attempt(this.deps, info, runItem);
   }

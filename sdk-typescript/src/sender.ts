@@ -1,8 +1,9 @@
-// Background delivery of trace events and scores: a bounded in-memory queue drained by one sender that
-// posts POST /api/v1/ingest batches (≤ batchMaxEvents, ≤ batchMaxBytes), retrying network errors, 408,
-// 429 and 5xx with exponential backoff and jitter. Event ids are client-made, so a retried batch is stored
-// once. Finishing a rollout goes through here too: its queued events are delivered first, because the
-// server refuses events for a finished rollout.
+// Background delivery of trace events, scores and finishes: a bounded in-memory queue drained by one sender
+// that posts POST /api/v1/ingest batches (≤ batchMaxEvents, ≤ batchMaxBytes), retrying network errors, 408,
+// 409 (a lost race on a unique key), 429 and 5xx with exponential backoff and jitter. Event and score ids are
+// client-made, so a retried batch is stored once. A rollout's finish is queued behind its events and rides
+// in the same batch or a later one; the server applies a batch's finishes after its events and scores, so
+// the events are never refused as "after finish", and a re-sent finish is answered "duplicate".
 //
 // Nothing here throws into the caller: problems go to the logger, once per kind.
 
@@ -12,14 +13,25 @@ import { Transport, backoff, describe, neverSent, readProblem, retryAfterMs } fr
 import { onBeforeExit, startTimer, type Timer } from "./platform.js";
 import type { IngestResult, RolloutOut } from "./types.js";
 
-const RETRY_STATUS = new Set([408, 429, 500, 502, 503, 504]);
-const BATCH_OVERHEAD = 32; // {"events":[],"scores":[]}
+const RETRY_STATUS = new Set([408, 409, 429, 500, 502, 503, 504]);
+/** Answers after which a batch surely was not stored: refused before any work was done. */
+const NOT_STORED = new Set([409, 429, 503]);
+const BATCH_OVERHEAD = 48; // {"events":[],"scores":[],"finishes":[]}
+const READ_BACKS = 4; // finished rollouts read back at once
+
+type ItemType = "event" | "score" | "finish";
+/** What became of a finish: the server's answer, or "dropped" when it never got one. */
+type FinishOutcome = "created" | "duplicate" | "rejected" | "dropped";
 
 interface Item {
-  type: "event" | "score";
+  type: ItemType;
   rolloutId: string;
   json: string;
   bytes: number;
+  /** A finish: told what became of it. */
+  settled?: (outcome: FinishOutcome, reason?: string) => void;
+  /** A finish: an earlier try may have been stored though its answer was lost. */
+  mayHaveLanded?: boolean;
 }
 
 interface Sleeper {
@@ -66,10 +78,12 @@ export function safeStringify(value: unknown): string {
 }
 
 export interface SenderStats {
-  /** Items (events and scores) waiting or in flight. */
+  /** Items (events, scores and finishes) waiting or in flight. */
   pending: number;
-  /** Items the server stored (created or duplicate). */
+  /** Events and scores the server stored (created or duplicate). */
   delivered: number;
+  /** Rollouts this client finished. */
+  finished: number;
   /** Items the server refused one by one (unknown or finished rollout, invalid item). */
   rejected: number;
   /** Items given up on: queue full, too large, shut down before delivery, or a non-retryable error. */
@@ -80,10 +94,9 @@ export class Sender {
   private readonly log: OnceLogger;
   private queue: Item[] = [];
   private head = 0;
-  private readonly pending = new Map<string, number>();
-  private readonly rolloutWaiters = new Map<string, Set<() => void>>();
   private readonly idleWaiters = new Set<() => void>();
-  private readonly finishes = new Set<Promise<unknown>>();
+  private readBacks = 0;
+  private readonly readBackQueue: Array<() => void> = [];
   private readonly sleepers = new Set<Sleeper>();
   private linger: Timer | undefined;
   private pumping = false;
@@ -93,7 +106,7 @@ export class Sender {
   private exitFlushing = false;
   private readonly unhook: () => void;
   private failing = false;
-  readonly stats: SenderStats = { pending: 0, delivered: 0, rejected: 0, dropped: 0 };
+  readonly stats: SenderStats = { pending: 0, delivered: 0, finished: 0, rejected: 0, dropped: 0 };
 
   constructor(
     private readonly transport: Transport,
@@ -143,16 +156,19 @@ export class Sender {
         );
         return false;
       }
-      this.queue.push({ type, rolloutId, json, bytes });
-      this.pending.set(rolloutId, (this.pending.get(rolloutId) ?? 0) + 1);
-      this.stats.pending++;
-      this.kick(false);
+      this.push({ type, rolloutId, json, bytes });
       return true;
     } catch (error) {
       this.stats.dropped++;
       this.log.once("enqueue", `could not queue a ${type}: ${describe(error)}`);
       return false;
     }
+  }
+
+  private push(item: Item): void {
+    this.queue.push(item);
+    this.stats.pending++;
+    this.kick(false);
   }
 
   private take(): Item[] {
@@ -172,28 +188,16 @@ export class Sender {
     return batch;
   }
 
-  /** Items are done (stored, refused or given up): release whoever waits on their rollouts. */
+  /** Items are done: stored, refused or given up. */
   private settle(items: Item[]): void {
-    for (const item of items) {
-      this.stats.pending--;
-      const left = (this.pending.get(item.rolloutId) ?? 1) - 1;
-      if (left > 0) {
-        this.pending.set(item.rolloutId, left);
-        continue;
-      }
-      this.pending.delete(item.rolloutId);
-      const waiters = this.rolloutWaiters.get(item.rolloutId);
-      if (waiters) {
-        this.rolloutWaiters.delete(item.rolloutId);
-        for (const resolve of waiters) resolve();
-      }
-    }
+    this.stats.pending -= items.length;
   }
 
   private drop(items: Item[], reason: string, key = "dropped"): void {
     if (items.length === 0) return;
     this.stats.dropped += items.length;
     this.log.once(key, `${items.length} item(s) could not be delivered and are dropped: ${reason}`);
+    for (const item of items) item.settled?.("dropped", reason);
     this.settle(items);
   }
 
@@ -237,10 +241,16 @@ export class Sender {
   }
 
   private body(items: Item[]): string {
-    const events: string[] = [];
-    const scores: string[] = [];
-    for (const item of items) (item.type === "event" ? events : scores).push(item.json);
-    return `{"events":[${events.join(",")}],"scores":[${scores.join(",")}]}`;
+    const lists: Record<ItemType, string[]> = { event: [], score: [], finish: [] };
+    for (const item of items) lists[item.type].push(item.json);
+    return `{"events":[${lists.event.join(",")}],"scores":[${lists.score.join(",")}],` +
+      `"finishes":[${lists.finish.join(",")}]}`;
+  }
+
+  /** A try of `items` ended without an answer saying what was stored. */
+  private unanswered(items: Item[], stored: boolean): void {
+    if (!stored) return;
+    for (const item of items) if (item.type === "finish") item.mayHaveLanded = true;
   }
 
   /** Deliver one batch, retrying until it is stored, refused, or the sender is abandoned. */
@@ -259,6 +269,7 @@ export class Sender {
         });
       } catch (error) {
         this.failing = true;
+        this.unanswered(items, !neverSent(error));
         this.log.once(
           "network",
           `cannot deliver events to ${this.settings.baseUrl} (${describe(error)}); retrying in the background`,
@@ -272,6 +283,7 @@ export class Sender {
       }
       if (RETRY_STATUS.has(response.status)) {
         this.failing = true;
+        this.unanswered(items, !NOT_STORED.has(response.status));
         this.log.once(`status-${response.status}`, `the server answered ${response.status} to an event batch; retrying`);
         const wait = retryAfterMs(response);
         await response.body?.cancel().catch(() => undefined);
@@ -293,6 +305,7 @@ export class Sender {
           const refused = items.filter((_, i) => bad.has(i));
           this.stats.rejected += refused.length;
           this.log.once("invalid", `the server refused ${refused.length} invalid item(s): ${detail}`);
+          for (const item of refused) item.settled?.("rejected", detail);
           this.settle(refused);
           items = items.filter((_, i) => !bad.has(i));
           continue;
@@ -303,15 +316,16 @@ export class Sender {
     }
   }
 
-  /** Which items a 422's errors name ("events.3.role", "body.scores.0.value"), as indexes into `items`. */
+  /** Which items a 422's errors name ("events.3.role", "body.finishes.0.status"), as indexes into `items`. */
   private invalidItems(items: Item[], errors: Array<{ field?: string }> | undefined): Set<number> {
-    const positions: Record<"event" | "score", number[]> = { event: [], score: [] };
+    const positions: Record<ItemType, number[]> = { event: [], score: [], finish: [] };
     items.forEach((item, i) => positions[item.type].push(i));
+    const lists: Record<string, ItemType> = { events: "event", scores: "score", finishes: "finish" };
     const bad = new Set<number>();
     for (const error of errors ?? []) {
-      const match = /(?:^|\.)(events|scores)\.(\d+)(?:\.|$)/.exec(error.field ?? "");
+      const match = /(?:^|\.)(events|scores|finishes)\.(\d+)(?:\.|$)/.exec(error.field ?? "");
       if (!match) continue;
-      const index = positions[match[1] === "events" ? "event" : "score"][Number(match[2])];
+      const index = positions[lists[match[1]!]!][Number(match[2])];
       if (index !== undefined) bad.add(index);
     }
     return bad;
@@ -331,6 +345,7 @@ export class Sender {
     }
     const events = items.filter((item) => item.type === "event");
     const scores = items.filter((item) => item.type === "score");
+    const finishes = items.filter((item) => item.type === "finish");
     let rejected = 0;
     for (const [list, results] of [
       [events, result?.events],
@@ -347,7 +362,13 @@ export class Sender {
       }
     }
     this.stats.rejected += rejected;
-    this.stats.delivered += items.length - rejected;
+    this.stats.delivered += events.length + scores.length - rejected;
+    const answers = new Map((result?.finishes ?? []).map((answer) => [answer.index, answer]));
+    finishes.forEach((item, index) => {
+      // A 2xx committed the batch: a finish it does not mention was applied.
+      const answer = answers.get(index);
+      item.settled?.(answer?.status ?? "created", answer?.error ?? undefined);
+    });
     this.settle(items);
   }
 
@@ -390,7 +411,7 @@ export class Sender {
   }
 
   private get idle(): boolean {
-    return this.size === 0 && !this.pumping && this.finishes.size === 0 && this.stats.pending === 0;
+    return this.size === 0 && !this.pumping && this.stats.pending === 0;
   }
 
   private checkIdle(): void {
@@ -410,7 +431,7 @@ export class Sender {
     });
   }
 
-  /** Resolve when every queued item and pending finish is done; false if `timeoutMs` passes first. */
+  /** Resolve when every queued item (events, scores, finishes) is done; false if `timeoutMs` passes first. */
   async flush(timeoutMs?: number): Promise<boolean> {
     const release = this.hold();
     try {
@@ -422,7 +443,6 @@ export class Sender {
             this.idleWaiters.add(resolve);
             this.checkIdle();
           });
-          if (this.finishes.size > 0) await Promise.allSettled([...this.finishes]);
         }
       })();
       return await this.withTimeout(done, timeoutMs);
@@ -431,23 +451,11 @@ export class Sender {
     }
   }
 
-  /** Resolve when this rollout's queued events and scores are done (or the sender is abandoned). */
-  flushRollout(rolloutId: string, timeoutMs?: number): Promise<boolean> {
-    if (!this.pending.has(rolloutId)) return Promise.resolve(true);
-    const release = this.hold();
-    const done = new Promise<void>((resolve) => {
-      let waiters = this.rolloutWaiters.get(rolloutId);
-      if (!waiters) this.rolloutWaiters.set(rolloutId, (waiters = new Set()));
-      waiters.add(resolve);
-    });
-    this.kick(true);
-    return this.withTimeout(done, timeoutMs).finally(release);
-  }
-
   /**
-   * Finish a rollout after its queued events: POST /rollouts/{id}/finish, retried on network errors,
-   * 408, 429 and 5xx. A 409 after a try that may have reached the server means that try finished it.
-   * Resolves with the finished rollout, or null when it could not be finished (reported to the logger).
+   * Queue a rollout's finish behind its events; it goes out in an ingest batch (retried like the events).
+   * A "duplicate" answer after a try that may have been stored means that try finished it. Resolves with
+   * the finished rollout as stored (read back once the server confirms), or null when it could not be
+   * finished (reported to the logger) or read back.
    */
   finish(rolloutId: string, body: Record<string, unknown>): Promise<RolloutOut | null> {
     if (this.closed) {
@@ -455,69 +463,60 @@ export class Sender {
       this.log.once("closed-finish", `rollout ${rolloutId} was finished after client.shutdown(); not sent`);
       return Promise.resolve(null);
     }
+    let json = safeStringify({ ...body, rollout_id: rolloutId });
+    if (utf8Length(json) + BATCH_OVERHEAD > this.settings.batchMaxBytes) {
+      this.log.once("finish-too-large", `the output of rollout ${rolloutId} is larger than one ingest batch; ` +
+        "it is replaced by a note (store big outputs as files)");
+      json = safeStringify({ ...body, rollout_id: rolloutId,
+        output: `<output dropped by the SDK: over the ${this.settings.batchMaxBytes}-byte batch limit>` });
+    }
     const release = this.hold();
-    const task = (async () => {
-      await this.flushRollout(rolloutId);
-      return await this.postFinish(rolloutId, body);
-    })()
+    return new Promise<FinishOutcome>((resolve) => {
+      const item: Item = { type: "finish", rolloutId, json, bytes: utf8Length(json) };
+      item.settled = (outcome, reason) => {
+        // "duplicate" means it was finished already: by an earlier try of ours, or by someone else.
+        if (outcome === "duplicate" && !item.mayHaveLanded) {
+          outcome = "rejected";
+          reason = "it was already finished (a rollout finishes once)";
+        }
+        if (outcome !== "created" && outcome !== "duplicate") {
+          this.log.once(`finish-${outcome}`, `could not finish rollout ${rolloutId}: ${reason ?? outcome}`);
+        }
+        resolve(outcome);
+      };
+      // A finish is never dropped for a full queue: it is small, and losing it would leave the rollout running.
+      this.push(item);
+      // Someone usually awaits it (withRollout does): send now rather than after the linger. While a batch is
+      // in flight this changes nothing, so finishes made meanwhile still travel together.
+      this.kick(true);
+    })
+      .then(async (outcome) => {
+        release();
+        if (outcome !== "created" && outcome !== "duplicate") return null;
+        this.stats.finished++;
+        return await this.readBack(rolloutId);
+      })
       .catch((error) => {
+        release();
         this.log.once("finish-bug", `finishing ${rolloutId} failed: ${describe(error)}`);
         return null;
-      })
-      .finally(() => {
-        release();
-        this.finishes.delete(task);
-        this.checkIdle();
       });
-    this.finishes.add(task);
-    return task;
   }
 
-  private async postFinish(rolloutId: string, body: Record<string, unknown>): Promise<RolloutOut | null> {
-    const path = `/api/v1/rollouts/${encodeURIComponent(rolloutId)}/finish`;
-    let mayHaveLanded = false;
-    for (let tries = 0; ; ) {
-      if (this.abandoned) {
-        this.log.once("finish-abandoned", `rollout ${rolloutId} was not finished: the client shut down first`);
-        return null;
-      }
-      let response: Response;
-      try {
-        response = await this.transport.once("POST", path, { json: body });
-      } catch (error) {
-        mayHaveLanded ||= !neverSent(error);
-        this.log.once(
-          "finish-network",
-          `cannot finish rollout ${rolloutId} at ${this.settings.baseUrl} (${describe(error)}); retrying`,
-        );
-        await this.pause(tries++);
-        continue;
-      }
-      if (response.ok) return (await response.json().catch(() => null)) as RolloutOut | null;
-      if (response.status === 409 && mayHaveLanded) {
-        // An earlier try finished it and its answer was lost on the way back: that is success.
-        await response.body?.cancel().catch(() => undefined);
-        try {
-          return await this.transport.json<RolloutOut>("GET", `/api/v1/rollouts/${encodeURIComponent(rolloutId)}`, {
-            query: { events_limit: 0 },
-          });
-        } catch {
-          return null;
-        }
-      }
-      if (RETRY_STATUS.has(response.status)) {
-        mayHaveLanded ||= response.status !== 429;
-        const wait = retryAfterMs(response);
-        await response.body?.cancel().catch(() => undefined);
-        await this.pause(tries++, wait);
-        continue;
-      }
-      const { problem, text } = await readProblem(response);
-      this.log.once(
-        `finish-${response.status}`,
-        `could not finish rollout ${rolloutId}: the server answered ${response.status}: ${problem?.detail ?? text ?? ""}`,
-      );
+  /** The finished rollout as stored; a few at a time, so a thousand finishes do not become a thousand GETs at once. */
+  private async readBack(rolloutId: string): Promise<RolloutOut | null> {
+    if (this.readBacks >= READ_BACKS) await new Promise<void>((resolve) => this.readBackQueue.push(resolve));
+    this.readBacks++;
+    try {
+      return await this.transport.json<RolloutOut>("GET", `/api/v1/rollouts/${encodeURIComponent(rolloutId)}`, {
+        query: { events_limit: 0 },
+      });
+    } catch (error) {
+      this.log.once("read-back", `rollout ${rolloutId} is finished but could not be read back: ${describe(error)}`);
       return null;
+    } finally {
+      this.readBacks--;
+      this.readBackQueue.shift()?.();
     }
   }
 
@@ -539,10 +538,6 @@ export class Sender {
     this.head = 0;
     this.drop(rest, "the client shut down before the server took them", "abandoned");
     this.wake();
-    for (const [rolloutId, waiters] of this.rolloutWaiters) {
-      this.rolloutWaiters.delete(rolloutId);
-      for (const resolve of waiters) resolve();
-    }
   }
 
   private beforeExit(): void {

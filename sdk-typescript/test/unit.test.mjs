@@ -16,9 +16,11 @@ const RUN = { id: "run_1", number: 1, url: "http://x/runs/1", num_repeats: 1, re
 const rollout = (n, status = "running") => ({ id: `ro_${n}`, run_id: "run_1", run_number: 1, attempt: n,
   url: `http://x/ro/${n}`, repeat_index: 0, status, started_at: "2026-01-01T00:00:00Z" });
 
-/** A scripted server: `routes` maps "METHOD /path" regexes to handlers; unmatched calls get happy defaults. */
+/** A scripted server: `routes` maps "METHOD /path" regexes to handlers; unmatched calls get happy defaults.
+ * Its ingest applies finishes after events, once per rollout ("duplicate" after), as the real one does. */
 function scripted(routes = []) {
   const calls = [];
+  const finished = new Map();
   let attempts = 0;
   const fetch = async (url, init = {}) => {
     const { pathname } = new URL(url);
@@ -35,16 +37,24 @@ function scripted(routes = []) {
     }
     if (key === "POST /api/v1/runs") return json(201, RUN);
     if (/^POST \/api\/v1\/runs\/[^/]+\/rollouts$/.test(key)) return json(201, rollout(++attempts));
-    if (key === "POST /api/v1/ingest") {
-      return json(200, { created: body.events.length + body.scores.length, duplicates: 0, rejected: 0,
-        events: body.events.map((e, index) => ({ index, id: e.id, status: "created" })),
-        scores: body.scores.map((s, index) => ({ index, status: "created" })) });
-    }
-    const finish = /^POST \/api\/v1\/rollouts\/(ro_\d+)\/finish$/.exec(key);
-    if (finish) return json(200, { ...rollout(Number(finish[1].slice(3))), status: body.status ?? "succeeded" });
+    if (key === "POST /api/v1/ingest") return json(200, ingest(body));
+    const read = /^GET \/api\/v1\/rollouts\/(ro_\d+)$/.exec(key);
+    if (read && finished.has(read[1])) return json(200, finished.get(read[1]));
     return json(404, { title: "Not found", detail: `no route ${key}` });
   };
-  return { fetch, calls, ingests: () => calls.filter((c) => c.path === "/api/v1/ingest") };
+  /** Store a batch (as the server would) and return its answer. */
+  const ingest = (body) => {
+    const finishes = (body.finishes ?? []).map((f, index) => {
+      if (finished.has(f.rollout_id)) return { index, id: f.rollout_id, status: "duplicate" };
+      finished.set(f.rollout_id, { ...rollout(Number(f.rollout_id.slice(3))), status: f.status ?? "succeeded",
+        output: f.output ?? null, ended_at: f.ended_at });
+      return { index, id: f.rollout_id, status: "created" };
+    });
+    return { created: body.events.length + body.scores.length, duplicates: 0, rejected: 0,
+      events: body.events.map((e, index) => ({ index, id: e.id, status: "created" })),
+      scores: body.scores.map((s, index) => ({ index, status: "created" })), finishes };
+  };
+  return { fetch, calls, ingest, finished, ingests: () => calls.filter((c) => c.path === "/api/v1/ingest") };
 }
 
 function client(server, options = {}) {
@@ -102,7 +112,7 @@ describe("delivery", () => {
     assert.equal(server.ingests().length, 4);
     const ids = server.ingests().map((call) => call.body.events[0].id);
     assert.equal(new Set(ids).size, 1, "a retried batch carries the same event ids");
-    assert.deepEqual(c.stats, { pending: 0, delivered: 1, rejected: 0, dropped: 0 });
+    assert.deepEqual(c.stats, { pending: 0, delivered: 1, finished: 0, rejected: 0, dropped: 0 });
   });
 
   test("other 4xx answers are not retried and do not throw", async () => {
@@ -135,42 +145,70 @@ describe("delivery", () => {
     assert.equal(c.stats.delivered, 2);
   });
 
-  test("finish delivers the rollout's events first", async () => {
+  test("a finish rides in the ingest batch of its events, stamped with the time finish() was called", async () => {
     const server = scripted();
     const { client: c } = client(server, { flushIntervalMs: 60_000 });
     const attempt = await (await c.startRun()).startRollout();
     attempt.message("before finish", { role: "user" });
-    const done = await attempt.finish({ output: "answer" });
+    attempt.score("reward", 1);
+    const called = Date.now();
+    const done = await attempt.finish({ output: "answer", metadata: { k: 1 } });
     assert.equal(done.status, "succeeded");
-    const order = server.calls.map((call) => call.path).filter((p) => p.includes("ingest") || p.includes("finish"));
-    assert.deepEqual(order, ["/api/v1/ingest", "/api/v1/rollouts/ro_1/finish"]);
+    assert.equal(attempt.info.status, "succeeded", "the attempt keeps the stored rollout");
+    const writes = server.calls.filter((call) => call.method === "POST").map((call) => call.path);
+    assert.deepEqual(writes, ["/api/v1/runs", "/api/v1/runs/run_1/rollouts", "/api/v1/ingest"]);
+    const batch = server.ingests()[0].body;
+    assert.deepEqual([batch.events.length, batch.scores.length, batch.finishes.length], [1, 1, 1]);
+    const { ended_at, ...finish } = batch.finishes[0];
+    assert.deepEqual(finish, { output: "answer", metadata: { k: 1 }, rollout_id: "ro_1" });
+    assert.ok(Math.abs(Date.parse(ended_at) - called) < 1000);
+    assert.equal(c.stats.finished, 1);
     assert.equal(attempt.message("late"), "", "events after finish are ignored");
   });
 
-  test("finish retries a lost answer and takes the 409 that follows as success", async () => {
+  test("a finish whose answer was lost is confirmed by the duplicate that follows", async () => {
     let tries = 0;
-    const server = scripted([
-      [/POST \/api\/v1\/rollouts\/ro_1\/finish/, () => {
-        tries += 1;
-        if (tries === 1) throw networkError("ECONNRESET"); // the server finished it, the answer was lost
-        return json(409, { title: "Conflict", detail: "already succeeded", current_status: "succeeded" });
-      }],
-      [/GET \/api\/v1\/rollouts\/ro_1/, () => json(200, { ...rollout(1, "succeeded"), events: [], scores: [] })],
-    ]);
+    const server = scripted([[/POST \/api\/v1\/ingest/, (call) => {
+      tries += 1;
+      if (tries > 1) return undefined;
+      server.ingest(call.body); // the server stored events and finish...
+      throw networkError("ECONNRESET"); // ...and the answer was lost
+    }]]);
     const { client: c, logger } = client(server);
     const attempt = await (await c.startRun()).startRollout();
+    attempt.message("hi", { role: "user" });
     const done = await attempt.finish({ output: 42 });
     assert.equal(tries, 2);
     assert.equal(done.status, "succeeded");
+    assert.deepEqual(server.ingests()[0].body, server.ingests()[1].body, "the same batch again, finish and all");
     assert.ok(!logger.warnings.some((w) => /could not finish/.test(w)));
   });
 
-  test("a 409 on the first finish is reported, not thrown", async () => {
-    const server = scripted([[/finish$/, () => json(409, { title: "Conflict", detail: "already failed" })]]);
+  test("a rollout already finished elsewhere is reported, not thrown", async () => {
+    const server = scripted();
+    server.finished.set("ro_1", rollout(1, "failed"));
     const { client: c, logger } = client(server);
     const attempt = await (await c.startRun()).startRollout();
     assert.equal(await attempt.finish(), null);
-    assert.match(logger.warnings.join("\n"), /could not finish.*409/);
+    assert.match(logger.warnings.join("\n"), /could not finish rollout ro_1: it was already finished/);
+  });
+
+  test("a 422 naming a finish sets only that finish aside", async () => {
+    let first = true;
+    const server = scripted([[/POST \/api\/v1\/ingest/, () => {
+      if (!first) return undefined;
+      first = false;
+      return json(422, { title: "Invalid input", detail: "Field 'finishes.0.status': bad",
+        errors: [{ field: "finishes.0.status", in: "body", message: "Input should be 'succeeded', 'failed', …" }] });
+    }]]);
+    const { client: c, logger } = client(server, { flushIntervalMs: 60_000 });
+    const attempt = await (await c.startRun()).startRollout();
+    attempt.message("kept", { role: "user" });
+    assert.equal(await attempt.finish({ status: "exploded" }), null);
+    assert.equal(await c.flush(5000), true);
+    assert.deepEqual(server.ingests()[1].body.events.map((e) => e.content), ["kept"]);
+    assert.deepEqual(server.ingests()[1].body.finishes, []);
+    assert.match(logger.warnings.join("\n"), /could not finish rollout ro_1: Field 'finishes.0.status'/);
   });
 
   test("telemetry never throws: odd values, a full queue, calls after shutdown", async () => {
@@ -203,22 +241,34 @@ describe("delivery", () => {
 });
 
 describe("blocking calls", () => {
-  test("startRollout retries a refused connection but not a reset one", async () => {
-    let refused = 2;
-    const server = scripted([[/POST \/api\/v1\/runs\/run_1\/rollouts/, () => {
-      if (refused-- > 0) throw networkError("ECONNREFUSED");
-      return undefined;
-    }]]);
+  test("starts carry a client_key, so a reset connection, a 5xx and one 409 are retried with it", async () => {
+    // (Within the 2 s retry window of these clients: the transport's backoff starts at 200 ms.)
+    const failures = [() => { throw networkError("ECONNRESET"); }, () => json(502, { title: "Bad gateway" }),
+      () => json(409, { title: "Conflict", detail: "A concurrent request wrote the same unique value" })];
+    let runFailures = [...failures];
+    let rolloutFailures = [...failures];
+    const server = scripted([
+      [/POST \/api\/v1\/runs$/, () => runFailures.shift()?.()],
+      [/POST \/api\/v1\/runs\/run_1\/rollouts/, () => rolloutFailures.shift()?.()],
+    ]);
     const { client: c } = client(server);
     const run = await c.startRun();
     const attempt = await run.startRollout();
     assert.equal(attempt.id, "ro_1");
+    for (const path of ["/api/v1/runs", "/api/v1/runs/run_1/rollouts"]) {
+      const keys = server.calls.filter((call) => call.path === path).map((call) => call.body.client_key);
+      assert.equal(keys.length, 4);
+      assert.equal(new Set(keys).size, 1, `${path}: every retry sends the same key`);
+      assert.match(keys[0], /^[A-Za-z0-9_.:-]{1,80}$/);
+    }
+    await run.startRollout();
+    const keys = server.calls.filter((call) => call.path.endsWith("/rollouts")).map((call) => call.body.client_key);
+    assert.notEqual(keys.at(-1), keys[0], "each call has a key of its own");
 
-    const reset = scripted([[/rollouts$/, () => { throw networkError("ECONNRESET"); }]]);
-    const { client: other } = client(reset);
-    const run2 = await other.startRun();
-    await assert.rejects(run2.startRollout(), RolloutConnectionError);
-    assert.equal(reset.calls.filter((call) => call.path.endsWith("/rollouts")).length, 1);
+    const conflicted = scripted([[/rollouts$/, () => json(409, { title: "Conflict", detail: "run 1 is finished" })]]);
+    const { client: other } = client(conflicted);
+    await assert.rejects((await other.startRun()).startRollout(), (error) => error.status === 409);
+    assert.equal(conflicted.calls.filter((call) => call.path.endsWith("/rollouts")).length, 2, "one 409 retried");
   });
 
   test("API errors carry the problem details", async () => {

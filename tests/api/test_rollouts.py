@@ -240,3 +240,17 @@ async def test_ingest_finishes_after_its_events_with_the_clients_end_time(api: T
     c = await _rollout(api, run)
     finished = (await api.client.post(f"/api/v1/rollouts/{c['id']}/finish", json={"ended_at": far_future})).json()
     assert datetime.fromisoformat(finished["ended_at"]) < datetime.fromisoformat(far_future)
+
+
+async def test_timestamps_without_a_zone_are_taken_as_utc(api: Tenant) -> None:
+    ro = await _rollout(api)
+    naive = datetime.now(UTC).replace(tzinfo=None)
+    event = ev("log", message="x", started_at=naive.isoformat(),
+               ended_at=(naive + timedelta(milliseconds=5)).isoformat())
+    assert (await api.client.post(f"/api/v1/rollouts/{ro['id']}/events", json={"events": [event]})).status_code == 200
+    mixed = ev("log", message="y", started_at=naive.isoformat(), ended_at=datetime.now(UTC).isoformat())
+    assert (await api.client.post(f"/api/v1/rollouts/{ro['id']}/events", json={"events": [mixed]})).status_code == 200
+    done = await api.client.post(f"/api/v1/rollouts/{ro['id']}/finish", json={"ended_at": naive.isoformat()})
+    assert done.status_code == 200, done.text
+    listed = await api.client.get("/api/v1/rollouts", params={"started_after": "2020-01-01T00:00:00"})
+    assert listed.status_code == 200 and listed.json()["items"]

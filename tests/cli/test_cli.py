@@ -3,54 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rollout
+from tests.cli.helpers import Cli, executable
 from tests.sdk.helpers import make_client, unique
 
 pytestmark = pytest.mark.live
-
-
-def executable() -> str:
-    candidate = Path(sys.executable).parent / "rollout"
-    if candidate.exists():
-        return str(candidate)
-    pytest.fail("the `rollout` executable is not installed next to this Python: pip install -e 'sdk-python[cli]'")
-
-
-class Cli:
-    """Runs `rollout ...` with a clean environment: no inherited ROLLOUT_* settings, a config file of its own."""
-
-    def __init__(self, live: Any, home: Path) -> None:
-        self.live = live
-        self.config = home / "config.json"
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUT_")}
-        self.env.update(
-            ROLLOUT_CONFIG_FILE=str(self.config), ROLLOUT_CACHE_DIR=str(home / "cache"), COLUMNS="200", NO_COLOR="1"
-        )
-
-    def __call__(
-        self, *args: str, expect: int = 0, auth: bool = True, stdin: str | None = None, timeout: float = 60
-    ) -> subprocess.CompletedProcess[str]:
-        env = dict(self.env)
-        if auth:
-            env.update(ROLLOUT_BASE_URL=self.live.base_url, ROLLOUT_API_KEY=self.live.api_key)
-        done = subprocess.run(
-            [executable(), *args], env=env, capture_output=True, text=True, input=stdin, timeout=timeout
-        )
-        assert done.returncode == expect, f"rollout {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
-        return done
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self(*args, "--json").stdout)
 
 
 @pytest.fixture
@@ -217,6 +183,17 @@ def test_export_and_import(cli: Cli, live_server: Any, tmp_path: Path) -> None:
     assert imported["rollouts"] == 2 and imported["events"] == 11 and imported["scores"] == 2
     copy = cli.json("runs", "show", str(imported["run"]["number"]))
     assert copy["run"]["aggregates"]["by_status"] == {"succeeded": 1, "failed": 1}
+    assert imported["metrics"]["scores"]["reward"]["count"] == 2
+    # As text, the import ends with the run's metrics table, as NeMo Gym prints after a collection.
+    text = cli("import", str(target), "--workflow", unique("imported-text")).stdout
+    assert "Imported 2 rollout(s)" in text
+    header, reward = next(
+        (line.split(), next_line.split())
+        for line, next_line in pairwise(text.splitlines())
+        if line.split()[:1] == ["name"]
+    )
+    assert header == ["name", "count", "mean", "std", "min", "max"]
+    assert reward == ["reward", "(reward)", "2", "0.5000", "0.5000", "0.0000", "1.0000"]
     cli("export", "bogus", expect=2)
     client.close()
 

@@ -347,6 +347,8 @@ class AttemptBase:
             body["error"] = str(error) if not isinstance(error, str) else error
         if metadata:
             body["metadata"] = snapshot(metadata)
+        # The attempt ended now, not when the batch carrying its finish reaches the server.
+        body["ended_at"] = time.time()
         self._finished = True
         if _current_attempt.get() is self:
             _current_attempt.set(None)

@@ -24,7 +24,7 @@ from ._core import (
     run_create_body,
     split_ref,
 )
-from ._errors import DeliveryError
+from ._errors import DeliveryError, RolloutError
 from ._files import FileSource, materialize, to_source
 from ._http import SyncTransport
 from ._spool import RUN_FINISH
@@ -85,7 +85,13 @@ class Attempt(AttemptBase):
         if future is None:
             return None
         self._sender.kick()
-        return _wait_for(future, timeout, f"finishing {self.id}", Rollout)
+        _wait_for(future, timeout, f"finishing {self.id}", None)
+        try:
+            data = self._client._t.request("GET", f"/rollouts/{self.id}", params={"events_limit": 0})
+        except RolloutError as error:  # finished for sure; only reading it back failed
+            log.warning("rollout: %s is finished but could not be read back: %s", self.id, error)
+            return None
+        return Rollout.model_validate(data)
 
     def __enter__(self) -> Attempt:
         self._activate()
@@ -109,7 +115,7 @@ def _wait_for(future: Future[Any], timeout: float, what: str, model: Any) -> Any
             f"{what}: the server did not confirm within {timeout:.0f} s; the request stays queued (and "
             "spooled to disk if needed) and will be delivered when the server answers"
         ) from None
-    return model.model_validate(value) if isinstance(value, dict) else None
+    return model.model_validate(value) if model is not None and isinstance(value, dict) else None
 
 
 class Run:
@@ -159,7 +165,9 @@ class Run:
         body, item = rollout_create_body(
             task, input=input, repeat_index=repeat_index, step=step, group_key=group_key, metadata=metadata
         )
-        data = self._client._t.request("POST", f"/runs/{self.id}/rollouts", json=body)
+        data = self._client._t.request(
+            "POST", f"/runs/{self.id}/rollouts", json=body, idempotent=True, retry_conflict=True
+        )
         if item is None and body.get("task_id"):
             item = RunTask(
                 position=-1,
@@ -447,7 +455,8 @@ class Client:
             only_failed_from=only_failed_from,
             failed_statuses=failed_statuses,
         )
-        return Run(self, RunInfo.model_validate(self._t.request("POST", "/runs", json=body)))
+        data = self._t.request("POST", "/runs", json=body, idempotent=True, retry_conflict=True)
+        return Run(self, RunInfo.model_validate(data))
 
     def get_run(self, ref: str | int) -> Run:
         """A run by id or number."""

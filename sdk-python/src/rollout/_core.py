@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -76,6 +77,12 @@ class Core:
         return self.sender.close(timeout)
 
 
+def client_key() -> str:
+    """A fresh idempotency key for one start call, reused by every retry of that call: a start whose answer
+    was lost and is sent again gets back the run or rollout the first try created, not a second one."""
+    return uuid.uuid4().hex
+
+
 def run_create_body(
     dataset: Any = None,
     *,
@@ -92,7 +99,7 @@ def run_create_body(
     only_failed_from: Any = None,
     failed_statuses: Iterable[str] | None = None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"num_repeats": num_repeats}
+    body: dict[str, Any] = {"num_repeats": num_repeats, "client_key": client_key()}
     if dataset is not None:
         body["dataset"] = getattr(dataset, "id", None) or str(dataset)
     optional = {
@@ -126,7 +133,7 @@ def rollout_create_body(
     metadata: Mapping[str, Any] | None,
 ) -> tuple[dict[str, Any], RunTask | None]:
     """What POST /runs/{run}/rollouts needs, and the run item the attempt will expose as `.task`."""
-    body: dict[str, Any] = {}
+    body: dict[str, Any] = {"client_key": client_key()}
     item: RunTask | None = None
     if isinstance(task, RunTask):
         item = task

@@ -1,8 +1,10 @@
 """HTTP for the blocking calls: auth, problem+json errors, and retries that never duplicate a write.
 
-Connection failures and 429/408 are retried for every method (the server never saw the request or
-refused it before doing anything). 5xx and broken responses are retried only for requests that are
-safe to repeat: reads, and writes the caller marks idempotent (event ingestion keyed by event id).
+Connection failures, 429/408 and 503 with Retry-After (the server's database pool was exhausted) are
+retried for every method: the server never saw the request or refused it before doing anything. 5xx and
+broken responses are retried only for requests that are safe to repeat: reads, and writes the caller
+marks idempotent (starts carrying a client_key, event ingestion keyed by event id). Keyed starts also
+retry one 409, the answer of the loser of a race between two requests with the same key.
 """
 
 from __future__ import annotations
@@ -66,6 +68,15 @@ def should_retry(
     if status in (408, 429):
         return True
     return repeatable and status is not None and status >= 500 and status != 501
+
+
+def _retry_answer(response: httpx.Response, method: str, idempotent: bool | None, conflicts_left: int) -> bool:
+    status = response.status_code
+    if status == 503 and response.headers.get("retry-after"):
+        return True  # overloaded: refused before any work was done
+    if status == 409 and conflicts_left > 0:
+        return True
+    return should_retry(method, idempotent, status=status)
 
 
 def decode(response: httpx.Response, method: str, path: str) -> Any:
@@ -138,12 +149,16 @@ class SyncTransport:
         headers: Mapping[str, str] | None = None,
         idempotent: bool | None = None,
         max_retries: int | None = None,
+        retry_conflict: bool = False,
     ) -> Any:
+        """`retry_conflict`: the body carries an idempotency key, so a 409 from a race on it is retried once
+        (the retry finds what the winner created)."""
         _require_key(self.settings)
         url = api_path(path)
         retries = self.settings.max_retries if max_retries is None else max_retries
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         attempt = 0
+        conflicts_left = 1 if retry_conflict else 0
         while True:
             body = content() if callable(content) else content  # a factory gives fresh bytes per try
             try:
@@ -157,7 +172,8 @@ class SyncTransport:
             finally:
                 if body is not content and hasattr(body, "close"):
                     body.close()
-            if attempt < retries and should_retry(method, idempotent, status=response.status_code):
+            if attempt < retries and _retry_answer(response, method, idempotent, conflicts_left):
+                conflicts_left -= response.status_code == 409
                 time.sleep(retry_after(response) or backoff_delay(attempt, cap=self.settings.max_backoff))
                 attempt += 1
                 continue
@@ -291,12 +307,16 @@ class AsyncTransport:
         headers: Mapping[str, str] | None = None,
         idempotent: bool | None = None,
         max_retries: int | None = None,
+        retry_conflict: bool = False,
     ) -> Any:
+        """`retry_conflict`: the body carries an idempotency key, so a 409 from a race on it is retried once
+        (the retry finds what the winner created)."""
         _require_key(self.settings)
         url = api_path(path)
         retries = self.settings.max_retries if max_retries is None else max_retries
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         attempt = 0
+        conflicts_left = 1 if retry_conflict else 0
         client = self._client()
         while True:
             try:
@@ -307,7 +327,8 @@ class AsyncTransport:
                     attempt += 1
                     continue
                 raise connection_error(method, url, self.settings.base_url, error, attempt + 1) from error
-            if attempt < retries and should_retry(method, idempotent, status=response.status_code):
+            if attempt < retries and _retry_answer(response, method, idempotent, conflicts_left):
+                conflicts_left -= response.status_code == 409
                 await asyncio.sleep(retry_after(response) or backoff_delay(attempt, cap=self.settings.max_backoff))
                 attempt += 1
                 continue

@@ -2,10 +2,12 @@
 
 The caller's cost of recording an event is one deque append (encoding happens here, off the hot path).
 The sender drains the queue in batches bounded by count, bytes and latency and posts them to
-/api/v1/ingest. Operations keep their order: a rollout's finish is posted only after every event
-queued before it is acknowledged, and once anything is in the spool, newer batches go to the spool
-behind it. Each batch reserves its segment number when it is drained, so a batch that fails after
-newer ones were spooled still lands in front of them.
+/api/v1/ingest: events, scores and rollout finishes together (the server applies a batch's finishes
+after its events and scores). Operations keep their order: a rollout's finish rides in the same batch
+as the events queued before it or in a later one, a run's finish is posted only after everything queued
+before it is acknowledged, and once anything is in the spool, newer batches go to the spool behind it.
+Each batch reserves its segment number when it is drained, so a batch that fails after newer ones were
+spooled still lands in front of them.
 """
 
 from __future__ import annotations
@@ -84,7 +86,10 @@ class Sender:
         self._drain_lock = threading.Lock()
         self._segment_numbers = itertools.count(1)
         self._spool = Spool(settings.resolved_spool_dir)
-        self._segment_futures: dict[int, list[Future[Any]]] = {}
+        # Callers blocked in finish(wait=True) / run.finish(), by (operation type, rollout or run id): the
+        # operation itself may travel through the spool, where a Future cannot go.
+        self._waiters: dict[tuple[str, str], list[Future[Any]]] = {}
+        self._waiters_lock = threading.Lock()
         self._orphans: list[Orphan] = []
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -98,7 +103,8 @@ class Sender:
         self._failures = 0
         self._retry_at = 0.0
         self._http: httpx.Client | None = None
-        self.stats = {"sent": 0, "duplicates": 0, "rejected": 0, "spooled": 0, "dropped": 0}
+        # sent/duplicates/rejected count events and scores; finished counts rollouts finished by this sender.
+        self.stats = {"sent": 0, "duplicates": 0, "rejected": 0, "spooled": 0, "dropped": 0, "finished": 0}
         _register(self)
 
     # -- caller side -----------------------------------------------------------------------------------
@@ -308,14 +314,17 @@ class Sender:
                 elif kind == SCORE:
                     item = WireOp(SCORE, _json.dumps({"rollout_id": op[1], **op[2]}))
                 elif kind == FINISH:
-                    text = _json.encode_object({"rollout_id": op[1], "body": _json.RawJSON(_json.encode_object(op[2]))})
-                    item = WireOp(FINISH, text, op[3])
+                    body = {"rollout_id": op[1], **op[2]}
+                    if "ended_at" in body:
+                        body["ended_at"] = _iso(body["ended_at"])
+                    item = WireOp(FINISH, _json.encode_object(body), ref=op[1])
                     if item.size > limit:
-                        body = dict(op[2])
                         body["output"] = f"<output dropped by the SDK: {item.size} bytes is over the limit>"
-                        item = WireOp(FINISH, _json.encode_object({"rollout_id": op[1], "body": body}), op[3])
+                        item = WireOp(FINISH, _json.encode_object(body), ref=op[1])
+                    self._register(FINISH, op[1], op[3])
                 elif kind == RUN_FINISH:
-                    item = WireOp(RUN_FINISH, _json.dumps({"run": op[1], "body": op[2]}), op[3])
+                    item = WireOp(RUN_FINISH, _json.dumps({"run": op[1], "body": op[2]}), ref=op[1])
+                    self._register(RUN_FINISH, op[1], op[3])
                 else:
                     continue
                 wire.append(item)
@@ -328,6 +337,22 @@ class Sender:
                     error,
                 )
         return wire
+
+    def _register(self, kind: str, ref: str, future: Any) -> None:
+        if isinstance(future, Future):
+            with self._waiters_lock:
+                self._waiters.setdefault((kind, ref), []).append(future)
+
+    def _settle(self, op: WireOp, *, value: Any = True, error: Exception | None = None) -> None:
+        """A finish or run finish is done (or refused): release the caller waiting on it, if any."""
+        if op.ref is None or not self._waiters:
+            return
+        with self._waiters_lock:
+            waiting = self._waiters.get((op.type, op.ref))
+            future = waiting.pop(0) if waiting else None
+            if waiting is not None and not waiting:
+                del self._waiters[(op.type, op.ref)]
+        _resolve(future, value=value, error=error)
 
     def _too_large(self, fields: dict[str, Any], size: int) -> str:
         log_once(
@@ -350,7 +375,6 @@ class Sender:
     def _spool_write(self, number: int, ops: list[WireOp]) -> None:
         if not ops:
             return
-        futures = [op.future for op in ops if isinstance(op.future, Future)]
         try:
             self._spool.write(number, ops)
         except OSError as error:
@@ -363,12 +387,10 @@ class Sender:
                 error,
                 len(ops),
             )
-            for future in futures:
-                _resolve(future, error=DeliveryError(f"could not deliver or spool: {error}"))
+            for op in ops:
+                self._settle(op, error=DeliveryError(f"could not deliver or spool: {error}"))
             return
         self.stats["spooled"] += len(ops)
-        if futures:
-            self._segment_futures.setdefault(number, []).extend(futures)
 
     def _persist_memory(self) -> None:
         with self._drain_lock:
@@ -413,11 +435,9 @@ class Sender:
                 ops.extend(self._spool.read(number))
             if not numbers:
                 return
-            futures = [f for number in numbers for f in self._segment_futures.pop(number, [])]
             rest = self._deliver(ops, patient=False)
             if rest:
                 # Keep what is left under the oldest number, so it stays in front.
-                self._segment_futures[numbers[0]] = futures
                 with contextlib.suppress(OSError):
                     self._spool.write(numbers[0], rest)
                 for number in numbers[1:]:
@@ -426,8 +446,6 @@ class Sender:
                 return
             for number in numbers:
                 self._spool.remove(number)
-            for future in futures:
-                _resolve(future, value=None)
             self._mark_up()
             if len(self._queue) >= self._batch_max:
                 return  # keep memory moving; the rest of the spool follows next cycle
@@ -478,22 +496,25 @@ class Sender:
         return self._http
 
     def _deliver(self, ops: list[WireOp], *, patient: bool) -> list[WireOp]:
-        """Send events and scores, then finishes. Returns what is still undelivered (empty: all done).
+        """Send events, scores and finishes in ingest batches, and run finishes in their place between
+        them. Returns what is still undelivered (empty: all done).
         `patient`: retry with backoff for up to `retry_window` seconds before giving up."""
-        items = [op for op in ops if op.type in (EVENT, SCORE)]
-        finishes = [op for op in ops if op.type in (FINISH, RUN_FINISH)]
         deadline = time.monotonic() + (self.settings.retry_window if patient else 0.0)
-        for start, end in self._chunks(items):
-            chunk = items[start:end]
-            if not self._post_items(chunk, deadline):
-                return items[start:] + finishes
-        return self._post_finishes(finishes, deadline)
-
-    def _post_finishes(self, finishes: list[WireOp], deadline: float) -> list[WireOp]:
-        # One at a time: with SQLite behind the server, parallel writes only add lock contention.
-        for index, op in enumerate(finishes):
-            if not self._post_finish(op, deadline):
-                return finishes[index:]
+        index = 0
+        while index < len(ops):
+            if ops[index].type == RUN_FINISH:
+                if not self._post_run_finish(ops[index], deadline):
+                    return ops[index:]
+                index += 1
+                continue
+            end = index
+            while end < len(ops) and ops[end].type != RUN_FINISH:
+                end += 1
+            items = ops[index:end]
+            for start, stop in self._chunks(items):
+                if not self._post_items(items[start:stop], deadline):
+                    return items[start:] + ops[end:]
+            index = end
         return []
 
     def _chunks(self, items: list[WireOp]) -> list[tuple[int, int]]:
@@ -509,9 +530,12 @@ class Sender:
             bounds.append((start, len(items)))
         return bounds
 
-    def _send(self, path: str, body: str, deadline: float) -> tuple[str, httpx.Response | Exception, int]:
+    def _send(
+        self, path: str, body: str, deadline: float, *, retry_conflict: bool = False
+    ) -> tuple[str, httpx.Response | Exception, int]:
         """POST with retries until `deadline`; RETRY means the caller should spool and come back later.
-        Also returns how many times the request was sent."""
+        Also returns how many times the request was sent. `retry_conflict`: a 409 is the server losing a
+        race on a unique key, and the request is idempotent: send it again."""
         attempt = 0
         data = body.encode()
         while True:
@@ -524,7 +548,7 @@ class Sender:
                 status = response.status_code
                 if status < 400:
                     return _Outcome.OK, response, attempt + 1
-                if status in (408, 429) or status >= 500:
+                if status in (408, 429) or status >= 500 or (status == 409 and retry_conflict):
                     result = (_Outcome.RETRY, response, attempt + 1)
                     wait = retry_after(response) or backoff_delay(attempt, cap=self.settings.max_backoff)
                 else:
@@ -537,8 +561,12 @@ class Sender:
     def _post_items(self, chunk: list[WireOp], deadline: float) -> bool:
         events = [op.text for op in chunk if op.type == EVENT]
         scores = [op.text for op in chunk if op.type == SCORE]
-        body = '{"events":[' + ",".join(events) + '],"scores":[' + ",".join(scores) + "]}"
-        outcome, result, _ = self._send("/ingest", body, deadline)
+        finishes = [op for op in chunk if op.type == FINISH]
+        finished = ",".join(op.text for op in finishes)
+        body = f'{{"events":[{",".join(events)}],"scores":[{",".join(scores)}],"finishes":[{finished}]}}'
+        outcome, result, tries = self._send("/ingest", body, deadline, retry_conflict=True)
+        for op in finishes:
+            op.attempts += tries
         if outcome == _Outcome.RETRY:
             log_once(
                 "ingest-retry",
@@ -549,62 +577,92 @@ class Sender:
             return False
         assert isinstance(result, httpx.Response)
         if outcome == _Outcome.OK:
-            self._account(result)
+            self._account(result, finishes)
             return True
         status = result.status_code
         if status in (413, 422) and len(chunk) > 1:
             # One bad or oversized item must not sink the batch: split until it is isolated.
             half = len(chunk) // 2
             return self._post_items(chunk[:half], deadline) and self._post_items(chunk[half:], deadline)
-        self.stats["rejected"] += len(chunk)
+        self.stats["rejected"] += len(chunk) - len(finishes)
         error = _error_of(result, "/ingest")
         log_once(f"ingest-{status}", logging.ERROR, "rollout: the server refused trace data: %s", error)
+        for op in finishes:
+            self._settle(op, error=error)
         return True  # not retryable: drop it
 
-    def _account(self, response: httpx.Response) -> None:
+    def _account(self, response: httpx.Response, finishes: list[WireOp]) -> None:
         try:
             result = response.json()
         except ValueError:
-            return
-        self.stats["sent"] += int(result.get("created", 0))
-        self.stats["duplicates"] += int(result.get("duplicates", 0))
-        rejected = int(result.get("rejected", 0))
-        if rejected:
-            self.stats["rejected"] += rejected
-            for item in list(result.get("events", [])) + list(result.get("scores", [])):
+            result = {}
+        items = list(result.get("events", [])) + list(result.get("scores", []))
+        done = {"created": 0, "duplicate": 0, "rejected": 0}
+        for item in items:
+            status = item.get("status")
+            if status in done:
+                done[status] += 1
+        self.stats["sent"] += done["created"]
+        self.stats["duplicates"] += done["duplicate"]
+        if done["rejected"]:
+            self.stats["rejected"] += done["rejected"]
+            for item in items:
                 if item.get("status") == "rejected":
                     reason = str(item.get("error") or "rejected")
                     key = "rejected:" + ("finished" if "already" in reason else reason[:40])
                     log_once(key, logging.WARNING, "rollout: the server rejected trace data: %s", reason)
                     break
+        answers = {item.get("index"): item for item in result.get("finishes", []) if isinstance(item, dict)}
+        for index, op in enumerate(finishes):
+            self._finished(op, answers.get(index))
 
-    def _post_finish(self, op: WireOp, deadline: float) -> bool:
-        payload = json.loads(op.text)
-        if op.type == FINISH:
-            path = f"/rollouts/{payload['rollout_id']}/finish"
+    def _finished(self, op: WireOp, answer: dict[str, Any] | None) -> None:
+        """The server's word on one finish: created, duplicate (it was already finished) or rejected."""
+        status = (answer or {}).get("status", "created")  # a 2xx without the item still committed the batch
+        if status == "created":
+            self.stats["finished"] += 1
+            self._settle(op)
+        elif status == "duplicate" and op.attempts > 1:
+            self.stats["finished"] += 1
+            self._settle(op)  # our earlier try got through; its answer was lost
+        elif status == "duplicate":
+            error = api_error(
+                409,
+                {"title": "Conflict", "detail": f"Rollout {op.ref} is already finished; a rollout finishes once."},
+                method="POST",
+                path=api_path("/ingest"),
+            )
+            log_once("finish-409", logging.WARNING, "rollout: could not finish: %s", error)
+            self._settle(op, error=error)
         else:
-            path = f"/runs/{payload['run']}/finish"
+            reason = str((answer or {}).get("error") or f"no rollout {op.ref}")
+            error = api_error(404, {"title": "Not found", "detail": reason}, method="POST", path=api_path("/ingest"))
+            log_once("finish-rejected", logging.WARNING, "rollout: could not finish: %s", error)
+            self._settle(op, error=error)
+
+    def _post_run_finish(self, op: WireOp, deadline: float) -> bool:
+        payload = json.loads(op.text)
+        path = f"/runs/{payload['run']}/finish"
         outcome, result, tries = self._send(path, json.dumps(payload["body"]), deadline)
         op.attempts += tries
         if outcome == _Outcome.RETRY:
             log_once(
                 "finish-retry",
                 logging.WARNING,
-                "rollout: finishing failed (%s); will retry",
+                "rollout: finishing a run failed (%s); will retry",
                 _describe(result),
             )
             return False
         assert isinstance(result, httpx.Response)
-        future = op.future if isinstance(op.future, Future) else None
         if outcome == _Outcome.OK:
-            _resolve(future, value=_json_or_none(result))
+            self._settle(op, value=_json_or_none(result))
             return True
         if result.status_code == 409 and op.attempts > 1:
-            _resolve(future, value=None)  # our earlier try got through; its answer was lost
+            self._settle(op, value=None)  # our earlier try got through; its answer was lost
             return True
         error = _error_of(result, path)
-        log_once(f"finish-{result.status_code}", logging.WARNING, "rollout: could not finish: %s", error)
-        _resolve(future, error=error)
+        log_once(f"finish-{result.status_code}", logging.WARNING, "rollout: could not finish a run: %s", error)
+        self._settle(op, error=error)
         return True
 
 
@@ -665,7 +723,8 @@ def _after_fork_in_child() -> None:
         sender._segments_pending = 0
         sender._http = None
         sender._orphans = []
-        sender._segment_futures = {}
+        sender._waiters = {}
+        sender._waiters_lock = threading.Lock()
         sender._spool.forget_after_fork()
 
 

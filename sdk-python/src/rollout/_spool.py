@@ -13,6 +13,7 @@ adopts the folder and delivers its segments in number order.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -28,19 +29,23 @@ except ImportError:  # pragma: no cover - Windows
 
 log = logging.getLogger("rollout")
 
-# Operation types in a segment line: "<type>\t<json>".
-EVENT, SCORE, FINISH, RUN_FINISH = "e", "s", "f", "r"
+# Operation types in a segment line: "<type>\t<json>". A finish is an ingest `finishes` item
+# ({"rollout_id", "status", "output", "error", "metadata", "ended_at"}); spool files of SDK versions that
+# posted finishes one by one hold LEGACY_FINISH lines ({"rollout_id", "body": {...}}), read as finishes.
+EVENT, SCORE, FINISH, RUN_FINISH, LEGACY_FINISH = "e", "s", "F", "r", "f"
 
 
 @dataclass
 class WireOp:
-    """One encoded operation, ready to send or to spool."""
+    """One encoded operation, ready to send or to spool. `ref` is the rollout (finish) or run (run finish)
+    a caller may be waiting on."""
 
     type: str
     text: str
     future: object | None = None
     attempts: int = 0
     size: int = field(default=0)
+    ref: str | None = None
 
     def __post_init__(self) -> None:
         if not self.size:
@@ -54,9 +59,22 @@ def parse_segment(text: str) -> list[WireOp]:
     ops = []
     for line in text.splitlines():
         kind, sep, body = line.partition("\t")
-        if sep and kind in (EVENT, SCORE, FINISH, RUN_FINISH) and body:
-            # Spooled operations may have been sent before the process stopped: treat them as retries.
+        if not sep or not body:
+            continue
+        # Spooled operations may have been sent before the process stopped: treat them as retries.
+        if kind in (EVENT, SCORE):
             ops.append(WireOp(kind, body, attempts=1))
+        elif kind in (FINISH, RUN_FINISH, LEGACY_FINISH):
+            try:
+                payload = json.loads(body)
+            except ValueError:
+                log.warning("rollout: skipping an unreadable finish in the spool: %.200s", body)
+                continue
+            if kind == LEGACY_FINISH:
+                payload = {"rollout_id": payload.get("rollout_id"), **(payload.get("body") or {})}
+                kind, body = FINISH, json.dumps(payload)
+            ref = payload.get("run") if kind == RUN_FINISH else payload.get("rollout_id")
+            ops.append(WireOp(kind, body, attempts=1, ref=ref))
     return ops
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 from collections.abc import AsyncIterator, Coroutine, Generator, Iterable, Mapping
 from concurrent.futures import Future
@@ -33,7 +34,7 @@ from ._core import (
     run_create_body,
     split_ref,
 )
-from ._errors import DeliveryError
+from ._errors import DeliveryError, RolloutError
 from ._files import FileSource, materialize, to_source
 from ._http import AsyncTransport, SyncTransport
 from ._spool import RUN_FINISH
@@ -54,6 +55,7 @@ from ._types import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger("rollout")
 
 
 class _Pending(Generic[T]):
@@ -84,7 +86,7 @@ async def _wait_for(future: Future[Any], timeout: float, what: str, model: Any) 
             f"{what}: the server did not confirm within {timeout:.0f} s; the request stays queued (and "
             "spooled to disk if needed) and will be delivered when the server answers"
         ) from None
-    return model.model_validate(value) if isinstance(value, dict) else None
+    return model.model_validate(value) if model is not None and isinstance(value, dict) else None
 
 
 class AsyncAttempt(AttemptBase):
@@ -121,7 +123,13 @@ class AsyncAttempt(AttemptBase):
         if future is None:
             return None
         self._sender.kick()
-        return await _wait_for(future, timeout, f"finishing {self.id}", Rollout)  # type: ignore[no-any-return]
+        await _wait_for(future, timeout, f"finishing {self.id}", None)
+        try:
+            data = await self._client._t.request("GET", f"/rollouts/{self.id}", params={"events_limit": 0})
+        except RolloutError as error:  # finished for sure; only reading it back failed
+            log.warning("rollout: %s is finished but could not be read back: %s", self.id, error)
+            return None
+        return Rollout.model_validate(data)
 
     async def __aenter__(self) -> AsyncAttempt:
         self._activate()
@@ -200,7 +208,9 @@ class AsyncRun:
 
     async def _start_rollout(self, task: Any, **kwargs: Any) -> AsyncAttempt:
         body, item = rollout_create_body(task, **kwargs)
-        data = await self._client._t.request("POST", f"/runs/{self.id}/rollouts", json=body)
+        data = await self._client._t.request(
+            "POST", f"/runs/{self.id}/rollouts", json=body, idempotent=True, retry_conflict=True
+        )
         if item is None and body.get("task_id"):
             item = RunTask(
                 position=-1,
@@ -430,7 +440,8 @@ class AsyncClient:
 
     async def _start_run(self, dataset: Any, load_tasks: bool, options: dict[str, Any]) -> AsyncRun:
         body = run_create_body(dataset, **options)
-        run = AsyncRun(self, RunInfo.model_validate(await self._t.request("POST", "/runs", json=body)))
+        data = await self._t.request("POST", "/runs", json=body, idempotent=True, retry_conflict=True)
+        run = AsyncRun(self, RunInfo.model_validate(data))
         if load_tasks:
             await run.load_tasks()
         return run

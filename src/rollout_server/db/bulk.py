@@ -1,6 +1,7 @@
-"""Driver-level executemany for the ingestion hot path, where SQLAlchemy's per-row statement
-processing costs more than the database's work. Values are converted here exactly as the column
-types would (UTC timestamps, JSON through orjson), so rows read back through the ORM unchanged."""
+"""Bulk inserts for the ingestion hot path, where SQLAlchemy's per-row statement processing costs
+more than the database's work: COPY on PostgreSQL, a driver-level executemany on SQLite. Values are
+converted here exactly as the column types would (UTC timestamps, JSON through orjson), so rows read
+back through the ORM unchanged."""
 
 from __future__ import annotations
 
@@ -37,30 +38,36 @@ def _identity(value: Any) -> Any:
     return value
 
 
-def _column_plan(table: Table, name: str, dialect: str) -> tuple[Callable[[Any], Any], str]:
+def _converter(table: Table, name: str, dialect: str) -> Callable[[Any], Any]:
     column_type = table.c[name].type
-    mark = "?" if dialect == "sqlite" else "%s"
     if isinstance(column_type, UTCDateTime):
-        return (_sqlite_time if dialect == "sqlite" else _pg_time), mark
+        return _sqlite_time if dialect == "sqlite" else _pg_time
     if isinstance(column_type, JSON):
-        return _json_text, mark if dialect == "sqlite" else "%s::jsonb"
-    return _identity, mark
+        return _json_text
+    return _identity
 
 
-def insert_ignoring_duplicates(
-    session: Session, table: Table, columns: Sequence[str], rows: Sequence[dict[str, Any]], conflict: Sequence[str]
+def insert_new_rows(
+    session: Session, table: Table, columns: Sequence[str], rows: Sequence[dict[str, Any]], unique: Sequence[str]
 ) -> None:
-    """INSERT … ON CONFLICT (conflict) DO NOTHING for many rows in one driver-level executemany,
-    inside the session's transaction."""
+    """Insert rows the caller has checked are new (under row locks that keep them new until commit),
+    inside the session's transaction: PostgreSQL COPY, or one SQLite executemany. A duplicate that
+    slipped through anyway fails the transaction on PostgreSQL (a conflict the client retries) and is
+    skipped on SQLite (`unique` is the conflict target)."""
     if not rows:
         return
     connection = session.connection()
     dialect = connection.dialect.name
-    plans = [_column_plan(table, name, dialect) for name in columns]
-    sql = (
-        f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join(mark for _, mark in plans)}) "
-        f"ON CONFLICT ({', '.join(conflict)}) DO NOTHING"
-    )
-    converters = [convert for convert, _ in plans]
+    converters = [_converter(table, name, dialect) for name in columns]
     params = [tuple(convert(row[name]) for convert, name in zip(converters, columns, strict=True)) for row in rows]
+    if dialect == "postgresql":
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        with driver.cursor() as cursor, cursor.copy(f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
+            for values in params:
+                copy.write_row(values)
+        return
+    marks = ", ".join("?" for _ in columns)
+    sql = (f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks}) "
+           f"ON CONFLICT ({', '.join(unique)}) DO NOTHING")
     connection.exec_driver_sql(sql, params)  # type: ignore[arg-type]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -11,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
+from ..common.schemas import UTCTime
 from ..errors import NotFound, PayloadTooLarge
 from ..runs.schemas import RunRef
 from ..scoring.service import run_metrics
@@ -50,8 +50,8 @@ def export(
     score_max: float | None = None,
     reward_min: float | None = None,
     reward_max: float | None = None,
-    started_after: datetime | None = None,
-    started_before: datetime | None = None,
+    started_after: UTCTime | None = None,
+    started_before: UTCTime | None = None,
     tag: list[str] | None = Query(None, description="Runs carrying all these tags."),
     step: int | None = None,
     include_discarded: bool = False,

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..common.schemas import OutSchema, Schema
+from ..common.schemas import OutSchema, Schema, UTCTime
 from ..runs.schemas import RunRef
 from ..scoring.schemas import RunMetrics
 
@@ -28,8 +28,8 @@ class ExportFilter(Schema):
     score_max: float | None = None
     reward_min: float | None = None
     reward_max: float | None = None
-    started_after: datetime | None = None
-    started_before: datetime | None = None
+    started_after: UTCTime | None = None
+    started_before: UTCTime | None = None
     tags: list[str] | None = Field(None, description="Rollouts of runs carrying all these tags.")
     step: int | None = None
     include_discarded: bool = False

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from fastapi import APIRouter, Query
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
 from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
-from ..common.schemas import INT32_MAX, Page
+from ..common.schemas import INT32_MAX, Page, UTCTime
 from ..errors import Conflict, InvalidInput, NotFound
 from . import service
 from .ingest import EventWriter
@@ -66,8 +65,8 @@ def list_rollouts(
     status: Literal["running", "succeeded", "failed", "errored", "cancelled"] | None = None,
     workflow_name: str | None = None,
     group_id: str | None = None,
-    started_after: datetime | None = None,
-    started_before: datetime | None = None,
+    started_after: UTCTime | None = None,
+    started_before: UTCTime | None = None,
     reward_min: float | None = None,
     reward_max: float | None = None,
     step: int | None = Query(None, ge=0, le=INT32_MAX),

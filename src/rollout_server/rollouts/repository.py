@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Select, Text, case, cast, func, or_, select
 from sqlalchemy.orm import Session
 
-from ..db.bulk import insert_ignoring_duplicates
+from ..db.bulk import insert_new_rows
 from ..models import Rollout, Run, Score, Task, TraceEvent
 
 # Filters on the rollout's run, and the group-by keys that need the run joined.
@@ -257,9 +257,9 @@ class RolloutRepository:
 
     def insert_events(self, rows: list[dict[str, Any]]) -> None:
         """Insert event rows (keys: EVENT_COLUMNS). The caller holds the rollouts' locks and has removed
-        stored ids, so nothing conflicts; ON CONFLICT DO NOTHING keeps it safe regardless."""
-        insert_ignoring_duplicates(self.session, TraceEvent.__table__, EVENT_COLUMNS, rows,  # type: ignore[arg-type]
-                                   ["rollout_id", "event_id"])
+        stored ids, so nothing conflicts."""
+        insert_new_rows(self.session, TraceEvent.__table__, EVENT_COLUMNS, rows,  # type: ignore[arg-type]
+                        ["rollout_id", "event_id"])
 
     def events_page(self, rollout_id: str, *, after: tuple[int, int] | None, limit: int) -> list[TraceEvent]:
         query = select(TraceEvent).where(TraceEvent.rollout_id == rollout_id)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..common.schemas import INT32_MAX, INT64_MAX, OutSchema, Schema
+from ..common.schemas import INT32_MAX, INT64_MAX, OutSchema, Schema, UTCTime
 
 EventKind = Literal["message", "reasoning", "llm_call", "tool_call", "tool_result", "error", "log", "span"]
 FinishStatus = Literal["succeeded", "failed", "errored", "cancelled"]
@@ -33,8 +33,8 @@ class EventIn(BaseModel):
     )
     parent_id: str | None = Field(None, pattern=ID_PATTERN, description="The span or call this event nests under.")
     name: str | None = Field(None, max_length=500)
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
+    started_at: UTCTime | None = None
+    ended_at: UTCTime | None = None
     metadata: dict[str, Any] | None = None
 
     @model_validator(mode="after")
@@ -133,7 +133,7 @@ class RolloutFinish(Schema):
     output: Any | None = None
     error: str | None = None
     metadata: dict[str, Any] | None = None
-    ended_at: datetime | None = Field(
+    ended_at: UTCTime | None = Field(
         None, description="When the attempt ended, by the client's clock (default: when the server receives this). "
         "Kept between the rollout's start and now, so latency never includes delivery delay.",
     )

@@ -1,4 +1,4 @@
-"""The `rollout` command: login, whoami, keys, datasets, runs, rollouts, tail."""
+"""The `rollout` command: login, whoami, keys, datasets, runs, rollouts, tail, scoring, export and import."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from rich.table import Table
 from .._client import Client
 from .._config import DEFAULT_BASE_URL, config_file_path, read_config_file, write_config_file
 from .._version import __version__
-from . import datasets, runs, transfer
+from . import datasets, runs, scoring, transfer
 from .common import AUTH, JsonOption, State, command, console, fail, print_json, when
 
 app = typer.Typer(
     name="rollout",
-    help="Talk to a Rollout server: datasets, runs, rollouts, exports and API keys.",
+    help="Talk to a Rollout server: datasets, runs, rollouts, scoring, exports and API keys.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -29,6 +29,11 @@ app.add_typer(runs.rollouts_app, name="rollouts")
 app.command("tail")(runs.tail)
 app.command("export")(transfer.export)
 app.command("import")(transfer.import_)
+app.add_typer(scoring.scorers_app, name="scorers")
+app.command("score")(scoring.score)
+app.command("advantages")(scoring.advantages)
+app.command("discard")(scoring.discard)
+app.command("metrics")(scoring.metrics)
 
 
 def _version(value: bool) -> None:

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 
 from .._core import EXPORT_FILTERS, EXPORT_FORMATS, filters
 from .common import JsonOption, State, command, console, err_console, fail, print_json
+from .scoring import print_metrics
 
 
 def export(
@@ -145,3 +146,5 @@ def _import(source: Path, format: str, dataset: str | None, workflow: str | None
         f"Imported {result['rollouts']} rollout(s), {result['events']} event(s), {result['scores']} "
         f"score(s) as run {run['number']} ({run['id']})."
     )
+    if result.get("metrics"):
+        print_metrics(result["metrics"])
