@@ -22,6 +22,8 @@ def form_posts(world: World, seeded: Seeded, key_id: str, user_id: str) -> list[
         (f"/w/{ws}/rollouts/{rid}/promote", {"dataset": "sneaky"}),
         (f"/w/{ws}/datasets", {"name": "sneaky"}),
         (f"/w/{ws}/datasets/{ds}/tasks", {"key": "sneaky", "instruction": "x"}),
+        (f"/w/{ws}/datasets/import", {"dataset": "sneaky", "format": "jsonl"}),
+        (f"/w/{ws}/datasets/{ds}/import", {"format": "jsonl", "mode": "replace"}),
         (f"/w/{ws}/settings/members", {"email": "new@x.test", "role": "owner", "password": "password-123"}),
         (f"/w/{ws}/settings/members/{user_id}", {"role": "owner"}),
         (f"/w/{ws}/settings/keys", {"name": "sneaky"}),
@@ -34,6 +36,7 @@ WORKSPACE_POST_TEMPLATES = {
     "/w/{workspace_id}/rollouts/{rollout_id}/scores", "/w/{workspace_id}/rollouts/{rollout_id}/promote",
     "/w/{workspace_id}/datasets",
     "/w/{workspace_id}/datasets/{dataset_ref}/tasks", "/w/{workspace_id}/settings/members",
+    "/w/{workspace_id}/datasets/import", "/w/{workspace_id}/datasets/{dataset_ref}/import",
     "/w/{workspace_id}/settings/members/{user_id}", "/w/{workspace_id}/settings/keys",
     "/w/{workspace_id}/settings/keys/{key_id}/revoke", "/w/{workspace_id}/settings/storage",
 }
@@ -85,6 +88,8 @@ async def test_another_workspace_cannot_open_any_page(world: World, seeded: Seed
         f"/w/{ws}/rollouts/{rid}/events", f"/w/{ws}/compare?ids={rid}", f"/w/{ws}/runs/{seeded.training_run}/training",
         f"/w/{ws}/datasets", f"/w/{ws}/datasets/{seeded.dataset_id}", f"/w/{ws}/datasets/{seeded.dataset_id}/tasks/paper-1",
         f"/w/{ws}/datasets/{seeded.dataset_id}/new-task", f"/w/{ws}/settings",
+        f"/w/{ws}/datasets/{seeded.dataset_id}/diff?from=0&to=1",
+        f"/w/{ws}/datasets/{seeded.dataset_id}/export?format=jsonl",
     ]
     for path in pages:
         response = await outsider.get(path)

@@ -20,6 +20,7 @@ async def test_pages_render(world: World, seeded: Seeded, owner: httpx.AsyncClie
         f"/w/{ws}/runs/{seeded.training_run}/training", f"/w/{ws}/runs/{seeded.training_run}/training?tab=discarded&step=1",
         f"/w/{ws}/datasets", f"/w/{ws}/datasets/{seeded.dataset_id}", f"/w/{ws}/datasets/{seeded.dataset_id}/tasks/paper-1",
         f"/w/{ws}/datasets/{seeded.dataset_id}/new-task", f"/w/{ws}/datasets/{seeded.dataset_id}/tasks/paper-1/edit",
+        f"/w/{ws}/datasets/{seeded.dataset_id}/diff", f"/w/{ws}/datasets/{seeded.dataset_id}/diff?from=0&to=1",
         f"/w/{ws}/settings", f"/w/{ws}/runs/{seeded.prod_run}/rollouts/1",
     ]
     for path in paths:

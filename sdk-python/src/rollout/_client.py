@@ -437,9 +437,11 @@ class Client:
         reward_score: str | None = None,
         only_failed_from: Any = None,
         failed_statuses: Iterable[str] | None = None,
+        reward_below: float | None = None,
     ) -> Run:
         """Start a run of a dataset (name or id; latest version unless `version`), of the failed tasks of
-        an earlier run (`only_failed_from`), or with no dataset for production traffic."""
+        an earlier run (`only_failed_from`; with `reward_below`, also its tasks rewarded below that), or
+        with no dataset for production traffic."""
         body = run_create_body(
             dataset,
             version=version,
@@ -454,6 +456,7 @@ class Client:
             reward_score=reward_score,
             only_failed_from=only_failed_from,
             failed_statuses=failed_statuses,
+            reward_below=reward_below,
         )
         data = self._t.request("POST", "/runs", json=body, idempotent=True, retry_conflict=True)
         return Run(self, RunInfo.model_validate(data))

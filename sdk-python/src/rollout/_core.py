@@ -98,6 +98,7 @@ def run_create_body(
     reward_score: str | None = None,
     only_failed_from: Any = None,
     failed_statuses: Iterable[str] | None = None,
+    reward_below: float | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"num_repeats": num_repeats, "client_key": client_key()}
     if dataset is not None:
@@ -120,6 +121,8 @@ def run_create_body(
         body["only_failed_from"] = str(getattr(only_failed_from, "id", None) or only_failed_from)
     if failed_statuses is not None:
         body["failed_statuses"] = list(failed_statuses)
+    if reward_below is not None:
+        body["reward_below"] = reward_below
     return body
 
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from .._client import Client
 from .._config import DEFAULT_BASE_URL, config_file_path, read_config_file, write_config_file
 from .._version import __version__
-from . import datasets, runs, scoring, transfer
+from . import datasets, files, runs, scoring, transfer
 from .common import AUTH, JsonOption, State, command, console, fail, print_json, when
 
 app = typer.Typer(
@@ -24,6 +24,7 @@ app = typer.Typer(
 keys_app = typer.Typer(help="API keys of the workspace.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 app.add_typer(datasets.app, name="datasets")
+app.add_typer(files.app, name="files")
 app.add_typer(runs.runs_app, name="runs")
 app.add_typer(runs.rollouts_app, name="rollouts")
 app.command("tail")(runs.tail)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,10 +19,11 @@ from .._core import TASK_FIELDS
 from .._errors import NotFoundError
 from .._files import FileSource, safe_name, to_source
 from .._types import File, Task
-from .common import JsonOption, State, command, console, err_console, fail, print_json, short, when
+from .common import USAGE, JsonOption, State, command, console, err_console, fail, print_json, short, when
 
 app = typer.Typer(help="Datasets: versioned collections of tasks.", no_args_is_help=True)
 
+ARCHIVE_FORMATS = ("jsonl", "harbor", "nemo-gym")
 COMPARED = ("instruction", "input", "expected_output", "output_schema", "metadata", "split")
 
 
@@ -221,10 +226,21 @@ def show(
 @app.command()
 @command
 def push(
-    name: Annotated[str, typer.Argument(help="Dataset name (created if it does not exist).")],
-    source: Annotated[
-        Path, typer.Argument(help="JSONL of tasks: the dataset's new content.", exists=True, dir_okay=False)
+    args: Annotated[
+        list[str],
+        typer.Argument(
+            help="With --dataset: PATH (a folder, .zip or .jsonl) to import. Without: NAME tasks.jsonl.",
+            show_default=False,
+        ),
     ],
+    dataset_name: Annotated[
+        str | None,
+        typer.Option("--dataset", "-d", help="Import PATH into this dataset (created if missing), server-side."),
+    ] = None,
+    format: Annotated[str, typer.Option("--format", help=f"With --dataset: {', '.join(ARCHIVE_FORMATS)}.")] = "jsonl",
+    merge: Annotated[
+        bool, typer.Option("--merge", help="With --dataset: keep the tasks the import does not hold.")
+    ] = False,
     files_dir: Annotated[
         Path | None,
         typer.Option("--files", help="Folder the tasks' file paths are relative to (default: the JSONL's folder)."),
@@ -236,8 +252,24 @@ def push(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Make a dataset match a JSONL file: one new version with the tasks added, changed and removed.
-    Tasks are matched by key; files are uploaded only when the server lacks their bytes."""
+    """Push tasks as one new version: `push PATH --dataset NAME` imports a folder (zipped first), .zip or
+    .jsonl server-side; `push NAME tasks.jsonl` makes the dataset match the JSONL task by task."""
+    if dataset_name is not None:
+        if len(args) != 1:
+            raise fail("with --dataset, give exactly one PATH (a folder, .zip or .jsonl)", USAGE)
+        if files_dir is not None or dry_run:
+            raise fail("--files and --dry-run apply to `push NAME tasks.jsonl`, not to --dataset imports", USAGE)
+        _push_archive(Path(args[0]), dataset_name, format, merge or keep_missing, message, as_json)
+        return
+    if len(args) != 2:
+        raise fail("give NAME and a tasks.jsonl, or PATH --dataset NAME", USAGE)
+    if format != "jsonl" or merge:
+        raise fail("--format and --merge apply to `push PATH --dataset NAME`", USAGE)
+    name, source = args[0], Path(args[1])
+    if not source.is_file():
+        raise fail(f"{source} is not a file", USAGE)
+    # Make the dataset match the JSONL: one new version with the tasks added, changed and removed.
+    # Tasks are matched by key; files are uploaded only when the server lacks their bytes.
     client = State.client()
     tasks = read_jsonl(source)
     keys = [t.get("key") for t in tasks]
@@ -308,11 +340,24 @@ def push(
 @command
 def pull(
     name: Annotated[str, typer.Argument(help="Dataset name or id.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Folder to write (default: ./NAME).")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Folder to write (default: ./NAME); with --format or a .zip: a file."),
+    ] = None,
     version: Annotated[int | None, typer.Option(help="Version to pull (default: the latest).")] = None,
+    format: Annotated[
+        str | None,
+        typer.Option(
+            "--format", help=f"Download the export ({', '.join(ARCHIVE_FORMATS)}) as one file instead of a folder."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Write a dataset version as OUTPUT/tasks.jsonl plus OUTPUT/files/ (the format `push` reads)."""
+    """Write a dataset version as OUTPUT/tasks.jsonl plus OUTPUT/files/ (the format `push NAME FILE` reads),
+    or, with --format (or -o FILE.zip), stream the server's export (a zip, or JSONL for nemo-gym) to a file."""
+    if format is not None or (output is not None and output.suffix.lower() == ".zip"):
+        _pull_archive(name, format or "jsonl", version, output, as_json)
+        return
     client = State.client()
     dataset = client.get_dataset(name)
     tasks = dataset.tasks(version)
@@ -365,3 +410,222 @@ def pull(
         console.print(
             f"Pulled [bold]{dataset.name}[/] v{pulled}: {len(tasks)} task(s), {len(files)} file(s) into {folder}/"
         )
+
+
+# -- server-side import and export (whole archives), diffs and promotion ---------------------------------
+
+
+def _check_format(format: str) -> None:
+    if format not in ARCHIVE_FORMATS:
+        raise fail(f"unknown format {format!r}; use one of {', '.join(ARCHIVE_FORMATS)}", USAGE)
+
+
+def _zip_folder(folder: Path, target: Path) -> int:
+    """Zip the folder's contents (paths relative to it, so tasks.jsonl / dataset.toml sit at the root)."""
+    count = 0
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for root, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(names):
+                if name.startswith("."):
+                    continue
+                path = Path(root) / name
+                archive.write(path, path.relative_to(folder).as_posix())
+                count += 1
+    if not count:
+        raise ValueError(f"{folder} is empty: nothing to push")
+    return count
+
+
+def _progress(verb: str, disable: bool) -> Progress:
+    return Progress(
+        TextColumn(verb),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=err_console,
+        disable=disable,
+        transient=True,
+    )
+
+
+def _push_archive(path: Path, dataset: str, format: str, merge: bool, message: str | None, as_json: bool) -> None:
+    _check_format(format)
+    if not path.exists():
+        raise fail(f"{path} does not exist", USAGE)
+    client = State.client()
+    with tempfile.TemporaryDirectory(prefix="rollout-push-") as scratch:
+        if path.is_dir():
+            if format == "nemo-gym":
+                raise fail("nemo-gym imports are one JSONL file, not a folder", USAGE)
+            upload = Path(scratch) / "upload.zip"
+            _zip_folder(path, upload)
+        else:
+            upload = path
+        zipped = zipfile.is_zipfile(upload)
+        size = upload.stat().st_size
+        with _progress("uploading", as_json) as progress:
+            bar = progress.add_task("", total=size)
+
+            def chunks() -> Iterator[bytes]:
+                with open(upload, "rb") as handle:
+                    for chunk in iter(lambda: handle.read(1 << 20), b""):
+                        progress.advance(bar, len(chunk))
+                        yield chunk
+
+            result = client._t.request(
+                "POST",
+                f"/datasets/{dataset}/import",
+                params={
+                    "format": format,
+                    "create": "true",
+                    "replace": "false" if merge else "true",
+                    "message": message,
+                },
+                content=chunks(),
+                headers={"Content-Type": "application/zip" if zipped else "application/x-ndjson"},
+                max_retries=0,
+            )
+    if as_json:
+        print_json(result)
+        return
+    if not result.get("changed"):
+        console.print(f"Nothing changed: [bold]{result['dataset']}[/] stays at v{result['version']}.")
+        return
+    what = "Created" if result.get("created_dataset") else "Pushed"
+    console.print(
+        f"{what} [bold]{result['dataset']}[/] v{result['version']}: {result['added']} added, "
+        f"{result['updated']} updated, {result['removed']} removed, {result['unchanged']} unchanged "
+        f"({result['tasks']} task(s), {result['files']} file(s))."
+    )
+
+
+def _pull_archive(name: str, format: str, version: int | None, output: Path | None, as_json: bool) -> None:
+    _check_format(format)
+    client = State.client()
+    target = output or Path(f"{safe_name(name)}.{'jsonl' if format == 'nemo-gym' else 'zip'}")
+    partial = target.with_name(target.name + ".part")
+    size = 0
+    try:
+        with (
+            client._t.stream(
+                "GET", f"/datasets/{name}/export", params={"format": format, "version": version}
+            ) as response,
+            _progress("downloading", as_json) as progress,
+            open(partial, "wb") as sink,
+        ):
+            length = response.headers.get("content-length")
+            bar = progress.add_task("", total=int(length) if length else None)
+            for chunk in response.iter_bytes():
+                sink.write(chunk)
+                size += len(chunk)
+                progress.advance(bar, len(chunk))
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    shown = version if version is not None else "latest"
+    if as_json:
+        print_json({"dataset": name, "version": version, "format": format, "bytes": size, "path": str(target)})
+    else:
+        console.print(f"Pulled [bold]{name}[/] ({shown}) as {format}: {size:,} bytes into {target}")
+
+
+@app.command()
+@command
+def diff(
+    name: Annotated[str, typer.Argument(help="Dataset name or id.")],
+    from_version: Annotated[
+        int | None, typer.Option("--from", help="Older version (default: the one before --to; 0: empty).")
+    ] = None,
+    to_version: Annotated[int | None, typer.Option("--to", help="Newer version (default: the latest).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Tasks added, removed and changed (with the fields that differ) between two versions, by key."""
+    client = State.client()
+    params: dict[str, Any] = {"from": from_version, "to": to_version, "limit": 500}
+    items: list[dict[str, Any]] = []
+    page: dict[str, Any] = {}
+    while True:
+        page = client._t.request("GET", f"/datasets/{name}/diff", params=params)
+        items.extend(page.get("items") or [])
+        if not page.get("next_cursor"):
+            break
+        params = {**params, "cursor": page["next_cursor"]}
+    result = {"from_version": page.get("from_version"), "to_version": page.get("to_version"), "items": items}
+    if as_json:
+        print_json(result)
+        return
+    counts = {c: sum(1 for i in items if i["change"] == c) for c in ("added", "changed", "removed")}
+    console.print(
+        f"[bold]{name}[/] v{result['from_version']} → v{result['to_version']}: {counts['added']} added, "
+        f"{counts['changed']} changed, {counts['removed']} removed."
+    )
+    if not items:
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("", "key", "change", "fields", "instruction"):
+        table.add_column(column)
+    marks = {"added": ("+", "green"), "removed": ("-", "red"), "changed": ("~", "yellow")}
+    for item in items:
+        mark, style = marks.get(item["change"], ("?", ""))
+        task = item.get("after") or item.get("before") or {}
+        table.add_row(
+            f"[{style}]{mark}[/]",
+            item["key"],
+            f"[{style}]{item['change']}[/]",
+            ", ".join(item.get("fields") or []),
+            short(task.get("instruction"), 60),
+        )
+    console.print(table)
+
+
+@app.command()
+@command
+def promote(
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset name or id (a new name creates it).")],
+    rollout: Annotated[str | None, typer.Option("--rollout", help="Promote this rollout (id ro_…).")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="Promote the failing rollouts of this run.")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="With --rollout: the task key to write.")] = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", help="With --run: rollout statuses to promote (repeat; default failed, errored)."),
+    ] = None,
+    reward_below: Annotated[
+        float | None, typer.Option("--reward-below", help="With --run: also promote rewards below this.")
+    ] = None,
+    output_as_expected: Annotated[
+        bool, typer.Option("--output-as-expected", help="Use the rollout's output as expected_output.")
+    ] = False,
+    message: Annotated[str | None, typer.Option("--message", "-m", help="Note for the new version.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Turn a rollout (--rollout) or every failing rollout of a run (--run) into tasks of a dataset."""
+    if (rollout is None) == (run is None):
+        raise fail("give either --rollout ID or --run N", USAGE)
+    body: dict[str, Any] = {"dataset": dataset, "use_output_as_expected": output_as_expected}
+    if message is not None:
+        body["message"] = message
+    if rollout is not None:
+        if status or reward_below is not None:
+            raise fail("--status and --reward-below apply to --run", USAGE)
+        if key is not None:
+            body["key"] = key
+        path = f"/rollouts/{rollout}/promote"
+    else:
+        if key is not None:
+            raise fail("--key applies to --rollout", USAGE)
+        if status:
+            body["statuses"] = status
+        if reward_below is not None:
+            body["reward_below"] = reward_below
+        path = f"/runs/{run}/promote"
+    result = State.client()._t.request("POST", path, json=body)
+    if as_json:
+        print_json(result)
+        return
+    what = "Created" if result.get("created_dataset") else "Updated"
+    keys = result.get("keys") or []
+    console.print(
+        f"{what} [bold]{result['dataset']}[/] v{result['version']}: {result['added']} added, "
+        f"{result['updated']} updated ({len(keys)} task(s): {short(', '.join(keys), 100)})."
+    )

@@ -12,7 +12,7 @@ import typer
 from rich.text import Text
 
 from .._types import Rollout
-from .common import JsonOption, State, command, console, print_json, to_jsonable
+from .common import USAGE, JsonOption, State, command, console, fail, print_json, to_jsonable
 from .render import millis, rollout_view, rollouts_table, run_panel, runs_table, status_text
 
 runs_app = typer.Typer(help="Runs: executions of a dataset version (or production traffic).", no_args_is_help=True)
@@ -49,6 +49,60 @@ def list_runs(
         console.print("No runs match.")
     else:
         console.print(runs_table(runs))
+
+
+@runs_app.command("start")
+@command
+def start_run(
+    dataset: Annotated[
+        str | None, typer.Argument(help="Dataset name or id (default with --only-failed-from: that run's).")
+    ] = None,
+    version: Annotated[int | None, typer.Option(help="Dataset version to pin (default: the latest).")] = None,
+    only_failed_from: Annotated[
+        str | None, typer.Option("--only-failed-from", help="Run number or id: run only its failing tasks.")
+    ] = None,
+    failed_status: Annotated[
+        list[str] | None,
+        typer.Option("--failed-status", help="With --only-failed-from: statuses that count (default failed, errored)."),
+    ] = None,
+    reward_below: Annotated[
+        float | None,
+        typer.Option("--reward-below", help="With --only-failed-from: also its tasks rewarded below this."),
+    ] = None,
+    workflow_name: Annotated[str | None, typer.Option("--workflow-name", help="Workflow name.")] = None,
+    group: Annotated[str | None, typer.Option(help="Group id.")] = None,
+    agent: Annotated[str | None, typer.Option(help="Agent name.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name.")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Tag (repeatable).")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="Rollouts per task.", min=1)] = 1,
+    as_json: JsonOption = False,
+) -> None:
+    """Start a run of a dataset, or of the failing tasks of an earlier run; prints its number and URL."""
+    if dataset is None and only_failed_from is None:
+        raise fail("give a DATASET, or --only-failed-from RUN", USAGE)
+    if (reward_below is not None or failed_status) and only_failed_from is None:
+        raise fail("--reward-below and --failed-status apply with --only-failed-from", USAGE)
+    run = State.client().start_run(
+        dataset,
+        version=version,
+        workflow_name=workflow_name,
+        group_id=group,
+        agent=agent,
+        model=model,
+        tags=tag,
+        num_repeats=repeats,
+        only_failed_from=only_failed_from,
+        failed_statuses=failed_status or None,
+        reward_below=reward_below,
+    )
+    info = run.info
+    if as_json:
+        print_json(info)
+        return
+    tasks = getattr(info, "task_count", None)
+    detail = f", {tasks} task(s)" if tasks is not None else ""
+    console.print(f"Started run [bold]{info.number}[/] ({info.id}){detail}.")
+    console.print(info.url, soft_wrap=True)
 
 
 @runs_app.command("show")

@@ -1,6 +1,7 @@
 """Datasets: list and create, a dataset's versions (with change summaries and the runs that used each),
 its task table with search, a task's page, adding and editing tasks with JSON fields and file uploads,
-and session-authenticated file downloads."""
+session-authenticated file downloads, the diff between two versions, and import/export in the three dataset
+formats (the same services as `GET /datasets/{ds}/diff`, `GET …/export` and `POST …/import`)."""
 
 from __future__ import annotations
 
@@ -16,19 +17,26 @@ from starlette.datastructures import UploadFile
 
 from ...api.deps import Ctx
 from ...datasets import service as datasets
+from ...datasets.archive import ArchiveLimits
+from ...datasets.diff import version_diff
+from ...datasets.formats import JSONL_MEDIA_TYPE, ZIP_MEDIA_TYPE, DatasetFormat, export_dataset, import_dataset
 from ...datasets.repository import DatasetRepository
-from ...datasets.schemas import DatasetCreate, TaskIn, TaskUpdate, VersionCreate
-from ...errors import AppError, InvalidInput
+from ...datasets.schemas import DatasetCreate, DiffItem, TaskIn, TaskOut, TaskUpdate, VersionCreate
+from ...errors import AppError, InvalidInput, NotFound, PayloadTooLarge
 from ...files import service as files
 from ...files.api import content_disposition
+from ...ids import has_prefix
 from ...runs.repository import RunRepository
 from ...storage.base import CHUNK, blob_key, ingest_file
 from ..deps import Access, CsrfChecked, WorkspaceAccess
-from ..templating import flash, render
+from ..templating import flash, render, to_json
 
 router = APIRouter()
 
 TASK_PAGE = 50
+DIFF_PAGE = 50
+FORMATS: dict[str, str] = {"jsonl": "JSONL + files (zip)", "harbor": "Harbor task folders (zip)",
+                           "nemo-gym": "NeMo Gym (JSONL)"}
 
 
 class FormProblems(Exception):
@@ -111,7 +119,8 @@ def dataset_list(request: Request, access: WorkspaceAccess, ctx: Ctx) -> Respons
                                       search=params.get("q") or None)
     return render(request, "datasets/list.html", {"access": access, "nav": "datasets", "datasets": page.items,
                                                   "next_cursor": page.next_cursor, "q": params.get("q") or "",
-                                                  "problems": {}, "form": {}})
+                                                  "problems": {}, "form": {}, "formats": FORMATS,
+                                                  "import_problem": None, "import_fields": {}})
 
 
 @router.post("/w/{workspace_id}/datasets", dependencies=[CsrfChecked])
@@ -152,14 +161,15 @@ async def create_dataset(request: Request, access: WorkspaceAccess, ctx: Ctx) ->
             page = datasets.list_datasets(session, access.workspace_id, cursor=None, limit=50)
         return render(request, "datasets/list.html", {
             "access": access, "nav": "datasets", "datasets": page.items, "next_cursor": page.next_cursor, "q": "",
-            "problems": problems, "form": fields}, status_code=422)
+            "problems": problems, "form": fields, "formats": FORMATS, "import_problem": None, "import_fields": {}},
+            status_code=422)
     flash(request, f"Dataset '{name}' created.")
     return RedirectResponse(f"/w/{access.workspace_id}/datasets/{dataset_id}", status_code=303)
 
 
-@router.get("/w/{workspace_id}/datasets/{dataset_ref}")
-def dataset_page(request: Request, dataset_ref: str, access: WorkspaceAccess, ctx: Ctx) -> Response:
-    params = request.query_params
+def _dataset_page(request: Request, access: Access, ctx: Ctx, dataset_ref: str, params: Any, *,
+                  import_problem: dict[str, Any] | None = None, import_fields: dict[str, str] | None = None,
+                  status_code: int = 200) -> Response:
     q = (params.get("q") or "").strip() or None
     with ctx.db.reading() as session:
         dataset = datasets.resolve_dataset(session, access.workspace_id, dataset_ref)
@@ -177,7 +187,13 @@ def dataset_page(request: Request, dataset_ref: str, access: WorkspaceAccess, ct
         "access": access, "nav": "datasets", "dataset": dataset, "version": version, "versions": versions,
         "tasks": tasks.items if tasks else [], "next_cursor": tasks.next_cursor if tasks else None, "q": q or "",
         "runs_by_version": runs_by_version, "state": {k: v for k, v in params.items() if k != "cursor"},
-    })
+        "formats": FORMATS, "import_problem": import_problem, "import_fields": import_fields or {},
+    }, status_code=status_code)
+
+
+@router.get("/w/{workspace_id}/datasets/{dataset_ref}")
+def dataset_page(request: Request, dataset_ref: str, access: WorkspaceAccess, ctx: Ctx) -> Response:
+    return _dataset_page(request, access, ctx, dataset_ref, request.query_params)
 
 
 def _task_form(request: Request, access: Access, dataset: Any, task: Any, form: dict[str, Any],
@@ -290,3 +306,178 @@ def download(file_id: str, access: WorkspaceAccess, ctx: Ctx) -> Response:
         headers={"content-length": str(file.size), "content-disposition": content_disposition(file.name),
                  "x-content-type-options": "nosniff", "content-security-policy": "sandbox; default-src 'none'"},
     )
+
+
+# --- Version diffs ---------------------------------------------------------------------------------------
+
+DIFF_FIELDS = ("instruction", "input", "expected_output", "output_schema", "metadata", "split", "files")
+
+
+def _shown(value: Any) -> dict[str, str]:
+    """A value for a diff cell: null, plain text, or pretty-printed JSON (escaped by the template)."""
+    if value is None:
+        return {"kind": "null", "text": "null"}
+    if isinstance(value, str):
+        return {"kind": "text", "text": value}
+    return {"kind": "json", "text": to_json(value)}
+
+
+def _field(task: TaskOut, name: str) -> Any:
+    if name == "files":
+        return [f"{f.name} (sha256 {f.sha256[:12]}…, {f.size} bytes)" for f in task.files] or None
+    return getattr(task, name)
+
+
+def _diff_view(item: DiffItem) -> dict[str, Any]:
+    if item.change == "changed" and item.before and item.after:
+        before, after = item.before, item.after
+        rows = [{"field": n, "before": _shown(_field(before, n)), "after": _shown(_field(after, n))}
+                for n in item.fields]
+    else:
+        task = item.after or item.before
+        assert task is not None
+        rows = [{"field": n, "value": _shown(_field(task, n))} for n in DIFF_FIELDS
+                if _field(task, n) not in (None, "", {}, [])]
+    return {"key": item.key, "change": item.change, "fields": item.fields, "rows": rows}
+
+
+def _version_arg(params: Any, name: str) -> int | None:
+    value = (params.get(name) or "").strip()
+    if not value:
+        return None
+    if not value.isdigit():
+        raise InvalidInput(f"'{name}' must be a version number, not “{value[:40]}”.", field=name)
+    return int(value)
+
+
+@router.get("/w/{workspace_id}/datasets/{dataset_ref}/diff")
+def diff_page(request: Request, dataset_ref: str, access: WorkspaceAccess, ctx: Ctx) -> Response:
+    """Tasks added, removed and changed between `from` and `to` (defaults as in the API), paged by key."""
+    params = request.query_params
+    problem: dict[str, Any] | None = None
+    items: list[dict[str, Any]] = []
+    low = high = None
+    next_cursor = None
+    with ctx.db.reading() as session:
+        dataset = datasets.resolve_dataset(session, access.workspace_id, dataset_ref)
+        try:
+            requested_low, requested_high = _version_arg(params, "from"), _version_arg(params, "to")
+            page = version_diff(session, dataset, requested_low, requested_high,
+                                cursor=params.get("cursor") or None, limit=DIFF_PAGE)
+            low, high, next_cursor = page.from_version, page.to_version, page.next_cursor
+            items = [_diff_view(item) for item in page.items]
+        except AppError as error:
+            problem = _problem(error)
+    return render(request, "datasets/diff.html", {
+        "access": access, "nav": "datasets", "dataset": dataset, "items": items, "low": low, "high": high,
+        "next_cursor": next_cursor, "problem": problem, "cursor": params.get("cursor") or None,
+        "picked": {"from": params.get("from") or "", "to": params.get("to") or ""},
+    }, status_code=problem["status"] if problem else 200)
+
+
+# --- Export and import -----------------------------------------------------------------------------------
+
+def _problem(error: AppError) -> dict[str, Any]:
+    """The problem detail the API would answer, for showing in the page."""
+    return {"status": error.status, "title": error.title, "detail": error.detail, "errors": error.errors or []}
+
+
+def _format(value: str | None) -> DatasetFormat:
+    fmt = value or "jsonl"
+    if fmt not in FORMATS:
+        raise InvalidInput(f"Unknown format “{fmt[:40]}”; use one of {', '.join(FORMATS)}.", field="format")
+    return fmt  # type: ignore[return-value]
+
+
+@router.get("/w/{workspace_id}/datasets/{dataset_ref}/export")
+def export(request: Request, dataset_ref: str, access: WorkspaceAccess, ctx: Ctx) -> Response:
+    """A version in one of the formats, streamed by the same code as `GET /api/v1/datasets/{ds}/export`."""
+    params = request.query_params
+    fmt = _format(params.get("format"))
+    with ctx.db.reading() as session:
+        found = datasets.resolve_dataset(session, access.workspace_id, dataset_ref)
+        number = datasets.resolve_version(session, found, _version_arg(params, "version"))
+        dataset_id, name, description = found.id, found.name, found.description
+    body = export_dataset(ctx, access.workspace_id, dataset_id, name, description, number, fmt)
+    zipped = fmt != "nemo-gym"
+    return StreamingResponse(body, media_type=ZIP_MEDIA_TYPE if zipped else JSONL_MEDIA_TYPE, headers={
+        "content-disposition": content_disposition(f"{name}-v{number}.{'zip' if zipped else 'jsonl'}"),
+        "x-content-type-options": "nosniff", "cache-control": "no-store"})
+
+
+async def _import(request: Request, access: Access, ctx: Ctx, dataset_ref: str | None
+                  ) -> tuple[Any, dict[str, Any] | None, dict[str, str]]:
+    """Run the API's import on the uploaded file: (summary, None, fields) or (None, problem, fields)."""
+    access.require("member")
+    form = await request.form()
+    fields = {k: v for k, v in form.items() if isinstance(v, str) and k != "csrf_token"}
+    upload = form.get("file")
+    try:
+        fmt = _format(fields.get("format"))
+        target = dataset_ref or fields.get("dataset", "").strip()
+        if not target:
+            raise InvalidInput("Name the dataset to import into (it is created when it does not exist).",
+                               field="dataset")
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            raise InvalidInput("Choose a file: a zip as export writes it, or a JSONL file.", field="file")
+        limit = ctx.settings.max_upload_bytes
+        if (upload.size or 0) > limit:
+            raise PayloadTooLarge(f"The import is larger than {limit} bytes; split it into several imports.")
+        create = dataset_ref is None and not has_prefix(target, "ds")
+        if not create:
+            def exists() -> None:
+                with ctx.db.reading() as session:
+                    datasets.resolve_dataset(session, access.workspace_id, target)
+            await run_in_threadpool(exists)
+        limits = ArchiveLimits(max_total_bytes=min(ArchiveLimits.max_total_bytes, 4 * limit))
+        await upload.seek(0)
+        summary = await run_in_threadpool(
+            import_dataset, ctx, access.workspace_id, upload.file, fmt, target, create=create,
+            replace=fields.get("mode", "replace") != "merge", message=fields.get("message", "").strip() or None,
+            limits=limits)
+    except AppError as error:
+        if isinstance(error, NotFound) and dataset_ref is not None:
+            raise  # the dataset of the page itself: a 404 page, like every other form
+        return None, _problem(error), fields
+    return summary, None, fields
+
+
+def _imported(request: Request, access: Access, summary: Any, file_name: str) -> Response:
+    if summary.changed:
+        flash(request, f"Imported {file_name} into {summary.dataset}: version {summary.version} "
+                       f"(+{summary.added} added, ~{summary.updated} updated, -{summary.removed} removed, "
+                       f"{summary.unchanged} unchanged; {summary.tasks} tasks, {summary.files} files).")
+    else:
+        flash(request, f"Imported {file_name} into {summary.dataset}: nothing changed, so no new version "
+                       f"(still version {summary.version}).")
+    return RedirectResponse(f"/w/{access.workspace_id}/datasets/{summary.dataset_id}", status_code=303)
+
+
+def _file_name(form_file: Any) -> str:
+    return files.clean_file_name(form_file.filename) if isinstance(form_file, UploadFile) and form_file.filename \
+        else "the file"
+
+
+@router.post("/w/{workspace_id}/datasets/import", dependencies=[CsrfChecked])
+async def import_new(request: Request, access: WorkspaceAccess, ctx: Ctx) -> Response:
+    """Import into a dataset named in the form, creating it when it does not exist (`create=true`)."""
+    summary, problem, fields = await _import(request, access, ctx, None)
+    if summary is not None:
+        return _imported(request, access, summary, _file_name((await request.form()).get("file")))
+    assert problem is not None
+    with ctx.db.reading() as session:
+        page = datasets.list_datasets(session, access.workspace_id, cursor=None, limit=50)
+    return render(request, "datasets/list.html", {
+        "access": access, "nav": "datasets", "datasets": page.items, "next_cursor": page.next_cursor, "q": "",
+        "problems": {}, "form": {}, "formats": FORMATS, "import_problem": problem, "import_fields": fields,
+    }, status_code=problem["status"])
+
+
+@router.post("/w/{workspace_id}/datasets/{dataset_ref}/import", dependencies=[CsrfChecked])
+async def import_into(request: Request, dataset_ref: str, access: WorkspaceAccess, ctx: Ctx) -> Response:
+    """Import into this dataset: one new version (none when nothing changed), merge or replace."""
+    summary, problem, fields = await _import(request, access, ctx, dataset_ref)
+    if summary is not None:
+        return _imported(request, access, summary, _file_name((await request.form()).get("file")))
+    return _dataset_page(request, access, ctx, dataset_ref, {}, import_problem=problem, import_fields=fields,
+                         status_code=problem["status"] if problem else 422)
