@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import IO, Any
 
-import orjson
 from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ..common.jsonl import json_objects
 from ..common.schemas import clean_json
 from ..datasets import service as datasets
 from ..datasets.repository import DatasetRepository
@@ -51,15 +51,7 @@ class ImportOutcome:
 
 def records(body: IO[bytes], fmt: str, workflow_name: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
     body.seek(0)
-    for number, raw in enumerate(body, start=1):
-        if not raw.strip():
-            continue
-        try:
-            line = orjson.loads(raw)
-        except orjson.JSONDecodeError as error:
-            raise InvalidInput(f"Line {number} is not JSON: {error}.", field=f"line.{number}") from error
-        if not isinstance(line, dict):
-            raise InvalidInput(f"Line {number} is not a JSON object.", field=f"line.{number}")
+    for number, line in json_objects(body):
         if fmt == "nemo-gym":
             try:
                 yield number, record_from_line(line, workflow_name=workflow_name)

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 import orjson
 
+from ...common.jsonl import json_objects
 from ...errors import InvalidInput
 from ..transfer import ExportedTask, FileResolver, TaskRecord
 
@@ -36,20 +37,7 @@ def task_line(task: ExportedTask, *, with_paths: bool) -> bytes:
 
 def parse_lines(lines: Iterable[bytes], label: str = "line") -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, object) for each non-blank JSONL line; `where` names the line for error messages."""
-    pending = b""
-    number = 0
-    for raw in lines:
-        number += 1
-        text = pending + raw
-        pending = b""
-        if not text.strip():
-            continue
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError as error:
-            raise InvalidInput(f"{label} {number} is not JSON: {error}.", field=f"{label}.{number}") from error
-        if not isinstance(value, dict):
-            raise InvalidInput(f"{label} {number} is not a JSON object.", field=f"{label}.{number}")
+    for number, value in json_objects(lines, label):
         yield f"{label}.{number}", value
 
 
