@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from .auth.keys import hash_key
 from .config import Settings
@@ -32,6 +33,14 @@ class FirstStart:
 def ensure_initial_setup(ctx: AppContext) -> FirstStart | None:
     """Create the first admin, workspace and key on an empty database; returns them only that once.
     On later starts, make sure ROLLOUT_INIT_API_KEY (if set) exists, for headless deployments."""
+    try:
+        return _initial_setup(ctx)
+    except IntegrityError:
+        # Another worker process of the same server did the first start at the same moment.
+        return None
+
+
+def _initial_setup(ctx: AppContext) -> FirstStart | None:
     settings = ctx.settings
     with ctx.db.transaction() as session:
         has_users = bool(session.scalar(select(func.count()).select_from(User)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +75,33 @@ def _sqlite_engine(url: str, *, write: bool) -> Engine:
         cursor.execute("PRAGMA busy_timeout=60000")
         cursor.close()
 
+    if not write:
+        @event.listens_for(engine, "begin")
+        def _on_begin_read(connection: Any) -> None:
+            connection.exec_driver_sql(begin)
+
+        return engine
+
+    # One writer at a time: SQLite's busy handler retries with sleeps and serves waiting writers unfairly
+    # (p99 in seconds under load). Queueing on a lock in the process hands the write lock over in turn.
+    writer = threading.Lock()
+
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql(begin)
+        writer.acquire()
+        try:
+            connection.exec_driver_sql(begin)
+        except BaseException:
+            writer.release()
+            raise
+        connection.info["rollout_writer"] = True
 
+    def _release(connection: Any) -> None:
+        if connection.info.pop("rollout_writer", False):
+            writer.release()
+
+    event.listen(engine, "commit", _release)
+    event.listen(engine, "rollback", _release)
     return engine
 
 

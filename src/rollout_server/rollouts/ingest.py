@@ -118,10 +118,9 @@ class EventWriter:
                     "payload_blob": blob, "metadata": event.metadata, "created_at": now,
                 })
         # The rollouts are locked, so ids found stored now stay the only duplicates until commit.
-        stored = self.repo.existing_event_ids([(row["rollout_id"], row["event_id"]) for row in rows]) if rows else set()
-        rows = [row for row in rows if (row["rollout_id"], row["event_id"]) not in stored]
-        self.repo.insert_events(rows)
-        created = {(row["rollout_id"], row["event_id"]) for row in rows}
+        # One statement skips the stored (rollout, event id) pairs and says which rows went in.
+        created = self.repo.insert_new_events(rows)
+        rows = [row for row in rows if (row["rollout_id"], row["event_id"]) in created]
 
         totals: dict[str, list[Any]] = {}
         for row in rows:  # only the inserted ones are left in `rows`

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Select, Text, case, cast, func, or_, select
 from sqlalchemy.orm import Session
 
-from ..db.bulk import insert_new_rows
+from ..db.bulk import insert_returning_new
 from ..models import Rollout, Run, Score, Task, TraceEvent
 
 # Filters on the rollout's run, and the group-by keys that need the run joined.
@@ -239,27 +239,11 @@ class RolloutRepository:
 
     # -- events -------------------------------------------------------------------------------------------
 
-    def existing_event_ids(self, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Which (rollout, event id) pairs are already stored."""
-        found: set[tuple[str, str]] = set()
-        by_rollout: dict[str, list[str]] = {}
-        for rollout_id, event_id in pairs:
-            by_rollout.setdefault(rollout_id, []).append(event_id)
-        for rollout_id, event_ids in by_rollout.items():
-            for start in range(0, len(event_ids), 500):
-                chunk = event_ids[start : start + 500]
-                rows = self.session.execute(
-                    select(TraceEvent.event_id).where(TraceEvent.rollout_id == rollout_id,
-                                                      TraceEvent.event_id.in_(chunk))
-                )
-                found.update((rollout_id, event_id) for (event_id,) in rows)
-        return found
-
-    def insert_events(self, rows: list[dict[str, Any]]) -> None:
-        """Insert event rows (keys: EVENT_COLUMNS). The caller holds the rollouts' locks and has removed
-        stored ids, so nothing conflicts."""
-        insert_new_rows(self.session, TraceEvent.__table__, EVENT_COLUMNS, rows,  # type: ignore[arg-type]
-                        ["rollout_id", "event_id"])
+    def insert_new_events(self, rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        """Insert event rows (keys: EVENT_COLUMNS) skipping stored (rollout, event id) pairs; returns the pairs
+        inserted. The caller holds the batch's rollout locks."""
+        return insert_returning_new(self.session, TraceEvent.__table__, EVENT_COLUMNS, rows,  # type: ignore[arg-type]
+                                    ["rollout_id", "event_id"])  # type: ignore[return-value]
 
     def events_page(self, rollout_id: str, *, after: tuple[int, int] | None, limit: int) -> list[TraceEvent]:
         query = select(TraceEvent).where(TraceEvent.rollout_id == rollout_id)
