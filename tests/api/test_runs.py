@@ -131,3 +131,12 @@ async def test_task_from_another_dataset_or_version_is_refused(api: Tenant) -> N
     other_task = (await api.client.get("/api/v1/datasets/e/tasks")).json()["items"][0]
     response = await api.client.post(f"/api/v1/runs/{run['id']}/rollouts", json={"task_id": other_task["id"]})
     assert response.status_code == 422 and response.json()["errors"][0]["field"] == "task_id"
+
+
+async def test_tag_filter_pages_past_many_untagged_runs(api: Tenant) -> None:
+    for tags in (["rare"], ["rare"], *([[]] * 12)):
+        await api.client.post("/api/v1/runs", json={"tags": tags})
+    page = (await api.client.get("/api/v1/runs", params={"tag": "rare", "limit": 1})).json()
+    assert [r["number"] for r in page["items"]] == [2] and page["next_cursor"]
+    rest = (await api.client.get("/api/v1/runs", params={"tag": "rare", "cursor": page["next_cursor"]})).json()
+    assert [r["number"] for r in rest["items"]] == [1]

@@ -53,14 +53,26 @@ class RunRepository:
         for column in ("status", "workflow_name", "group_id", "agent_name", "model", "dataset_id"):
             if filters.get(column) is not None:
                 query = query.where(getattr(Run, column) == filters[column])
-        if before is not None:
-            query = query.where((Run.created_at < before[0]) | ((Run.created_at == before[0]) & (Run.id < before[1])))
-        fetch = limit * 4 if filters.get("tag") else limit
-        rows = list(self.session.scalars(query.order_by(Run.created_at.desc(), Run.id.desc()).limit(fetch)))
-        if filters.get("tag"):
-            # Tags are a JSON list; filtering in Python keeps one query shape for both dialects.
-            rows = [r for r in rows if filters["tag"] in (r.tags or [])][:limit]
-        return rows
+        ordered = query.order_by(Run.created_at.desc(), Run.id.desc())
+        tag = filters.get("tag")
+        if not tag:
+            return list(self.session.scalars(self._before(ordered, before).limit(limit)))
+        # Tags are a JSON list; filtering in Python keeps one query shape for both dialects. Read on
+        # until the page is full, so a tag that is rare among recent runs still pages correctly.
+        found: list[Run] = []
+        while len(found) < limit:
+            chunk = list(self.session.scalars(self._before(ordered, before).limit(limit * 4)))
+            found += [r for r in chunk if tag in (r.tags or [])]
+            if len(chunk) < limit * 4:
+                break
+            before = (chunk[-1].created_at, chunk[-1].id)
+        return found[:limit]
+
+    @staticmethod
+    def _before(query: Any, before: tuple[datetime, str] | None) -> Any:
+        if before is None:
+            return query
+        return query.where((Run.created_at < before[0]) | ((Run.created_at == before[0]) & (Run.id < before[1])))
 
     def distinct_values(self, workspace_id: str, column: str, limit: int = 200) -> list[str]:
         """Values of a run field in use (workflow names, agents, models), for filter pickers."""
