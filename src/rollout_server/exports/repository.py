@@ -3,11 +3,11 @@ tasks and runs — a few statements per page whatever the export's size."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, String, and_, any_, bindparam, exists, func, literal, select, text, tuple_
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from ..models import Dataset, File, Rollout, Run, Score, Task, TaskFile, TraceEvent
@@ -18,6 +18,8 @@ ROLLOUT_COLUMNS = (
     Rollout.discard_reason, Rollout.step, Rollout.group_key, Rollout.metadata_, Rollout.started_at,
     Rollout.ended_at, Rollout.latency_ms, Rollout.input_tokens, Rollout.output_tokens, Rollout.cost,
 )
+# The record keys of those columns, in order (column names: `metadata`, not the attribute `metadata_`).
+ROLLOUT_KEYS = tuple(column.expression.name for column in ROLLOUT_COLUMNS)
 
 
 def group_expression(group_by: str) -> Any:
@@ -34,9 +36,10 @@ class ExportRepository:
         self.postgres = session.get_bind().dialect.name == "postgresql"
 
     def _among(self, column: Any, ids: Sequence[str]) -> ColumnElement[bool]:
-        # PostgreSQL: one array parameter (`= ANY($1)`) instead of a 500-placeholder IN list to bind and plan.
+        # PostgreSQL: one text parameter split by the server (`= ANY(string_to_array($1, ','))`) instead of a
+        # 500-placeholder IN list to bind and plan, or an array parameter to encode element by element.
         if self.postgres:
-            return column == any_(bindparam(None, list(ids), type_=ARRAY(String)))  # type: ignore[no-any-return]
+            return column == any_(func.string_to_array(bindparam(None, joined_ids(ids), type_=String), ","))  # type: ignore[no-any-return]
         return column.in_(list(ids))  # type: ignore[no-any-return]
 
     def run_ids_with_tags(self, workspace_id: str, tags: Sequence[str]) -> list[str]:
@@ -76,7 +79,7 @@ class ExportRepository:
         return where
 
     def page(self, where: list[ColumnElement[bool]], *, after: tuple[Any, ...] | None, limit: int,
-             group_by: str | None = None) -> list[Any]:
+             group_by: str | None = None) -> Sequence[Any]:
         """Rollouts in (run, attempt) order — or, for group formats, in (run, step, group, attempt) order so a
         group's members arrive together. Keyset pagination: each page starts after the previous page's key."""
         if group_by is None:
@@ -87,46 +90,57 @@ class ExportRepository:
         query = select(*ROLLOUT_COLUMNS, *[k.label(f"k{i}") for i, k in enumerate(keys)]).where(*where)
         if after is not None:
             query = query.where(tuple_(*keys) > tuple_(*[literal(v) for v in after]))
-        return list(self.session.execute(query.order_by(*keys).limit(limit)))
+        return self.session.execute(query.order_by(*keys).limit(limit)).all()
 
-    def events_of(self, rollout_ids: Sequence[str]) -> list[Any]:
-        return list(self.session.execute(
+    def events_of(self, rollout_ids: Sequence[str]) -> Sequence[Any]:
+        return self.session.execute(
             select(TraceEvent.rollout_id, TraceEvent.event_id, TraceEvent.seq, TraceEvent.kind, TraceEvent.parent_id,
                    TraceEvent.name, TraceEvent.started_at, TraceEvent.ended_at, TraceEvent.metadata_,
                    TraceEvent.payload, TraceEvent.payload_blob)
             .where(self._among(TraceEvent.rollout_id, rollout_ids))
             .order_by(TraceEvent.rollout_id, TraceEvent.seq, TraceEvent.pk)
-        ))
+        ).all()
 
-    def events_json_of(self, rollout_ids: Sequence[str]) -> list[Any]:
+    def events_json_of(self, rollout_ids: Sequence[str]) -> Sequence[Any]:
         """PostgreSQL only: each rollout's events already encoded as one JSON array (text), built by the database
         — the export's hot path, ten times faster than decoding every payload in Python and encoding it again.
         Same shape as the Python path: common fields first (absent when null), then the payload's fields;
         timestamps as orjson writes them. Rollouts with a payload in the blob store say so (`has_blob`)."""
-        return list(self.session.execute(_EVENTS_JSON, {"ids": list(rollout_ids)}))
+        return self.session.execute(_EVENTS_JSON, {"ids": joined_ids(rollout_ids)}).all()
 
-    def scores_of(self, rollout_ids: Sequence[str]) -> list[Any]:
-        return list(self.session.execute(
+    def scores_of(self, rollout_ids: Sequence[str]) -> Sequence[Any]:
+        return self.session.execute(
             select(Score.rollout_id, Score.name, Score.data_type, Score.value, Score.source, Score.comment,
                    Score.author, Score.created_at)
             .where(self._among(Score.rollout_id, rollout_ids))
             .order_by(Score.rollout_id, Score.created_at, Score.id)
-        ))
+        ).all()
 
     def tasks(self, task_ids: Sequence[str]) -> list[Task]:
         return list(self.session.scalars(select(Task).where(Task.id.in_(list(task_ids)))))
 
-    def task_files(self, task_ids: Sequence[str]) -> list[Any]:
-        return list(self.session.execute(
+    def task_files(self, task_ids: Sequence[str]) -> Sequence[Any]:
+        return self.session.execute(
             select(TaskFile.task_id, File.name, File.media_type, File.size, File.sha256)
             .join(File, File.id == TaskFile.file_id).where(TaskFile.task_id.in_(list(task_ids)))
             .order_by(TaskFile.task_id, TaskFile.position)
-        ))
+        ).all()
 
     def runs(self, run_ids: Sequence[str]) -> list[tuple[Run, str | None]]:
         return [(run, name) for run, name in self.session.execute(
             select(Run, Dataset.name).outerjoin(Dataset, Dataset.id == Run.dataset_id).where(Run.id.in_(list(run_ids)))
         )]
+
+
+def joined_ids(ids: Sequence[str]) -> str:
+    """IDs as one comma-separated parameter. They are the server's own (`ro_…`: lowercase letters, digits, `_`)."""
+    joined = ",".join(ids)
+    if not _ID_LIST.fullmatch(joined):
+        raise ValueError("not a list of Rollout IDs")
+    return joined
+
+
+_ID_LIST = re.compile(r"[a-z0-9_]*(,[a-z0-9_]+)*")
 
 
 def _timestamp(column: str, name: str) -> str:
@@ -137,6 +151,8 @@ def _timestamp(column: str, name: str) -> str:
 
 # Event ids, parent ids and kinds are validated to plain characters ([A-Za-z0-9_.:-], a fixed set) before they are
 # stored, so they are quoted without escaping; names, metadata and payloads go through PostgreSQL's JSON output.
+# The payload's opening brace is cut as bytes (textsend/substring/convert_from): `substr` on text counts characters,
+# which costs a third of the query.
 _EVENTS_JSON = text(f"""
 SELECT e.rollout_id,
        '[' || string_agg(
@@ -148,10 +164,10 @@ SELECT e.rollout_id,
            || CASE WHEN e.metadata IS NULL OR e.metadata = 'null'::jsonb THEN ''
                    ELSE ',"metadata":' || e.metadata::text END
            || CASE WHEN e.payload IS NULL OR e.payload = '{{}}'::jsonb THEN '}}'
-                   ELSE ',' || substr(e.payload::text, 2) END,
+                   ELSE ',' || convert_from(substring(textsend(e.payload::text) from 2), 'UTF8') END,
            ',' ORDER BY e.seq, e.pk) || ']' AS events,
        bool_or(e.payload_blob IS NOT NULL) AS has_blob
 FROM trace_events e
-WHERE e.rollout_id = ANY(:ids)
+WHERE e.rollout_id = ANY(string_to_array(:ids, ','))
 GROUP BY e.rollout_id
-""").bindparams(bindparam("ids", type_=ARRAY(String)))
+""")

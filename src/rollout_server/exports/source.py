@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,11 +19,12 @@ from ..datasets.service import resolve_dataset
 from ..errors import InvalidInput
 from ..runs.service import resolve_run
 from ..storage import blob_key
-from .repository import ROLLOUT_COLUMNS, ExportRepository
+from .repository import ROLLOUT_COLUMNS, ROLLOUT_KEYS, ExportRepository
 from .schemas import ExportFilter
 
 PAGE = 500
 AHEAD = 2
+FETCHERS = 2
 TASK_CACHE = 5000
 
 
@@ -51,6 +54,7 @@ class RecordReader:
     raw_events: bool = False
     _runs: dict[str, dict[str, Any]] = field(default_factory=dict)
     _tasks: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    _cache_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Records in order. The next page is read by a helper thread while this one is being encoded, so the
@@ -88,6 +92,23 @@ class RecordReader:
             thread.join(timeout=30)
 
     def pages(self) -> Iterator[list[dict[str, Any]]]:
+        """Pages of records, in order. The walk over the selected rollouts (a cheap keyset query) runs ahead while
+        up to `FETCHERS` threads each gather one page's events, scores, tasks and runs on a connection of their
+        own, so the database builds several pages at once instead of waiting on this process between them."""
+        with ThreadPoolExecutor(max_workers=FETCHERS, thread_name_prefix="export-fetch") as pool:
+            pending: deque[Future[list[dict[str, Any]]]] = deque()
+            try:
+                for rows in self._row_pages():
+                    pending.append(pool.submit(self._page_records, rows))
+                    if len(pending) > FETCHERS:
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:
+                for future in pending:
+                    future.cancel()
+
+    def _row_pages(self) -> Iterator[Sequence[Any]]:
         after: tuple[Any, ...] | None = None
         remaining = self.filters.get("limit")
         while True:
@@ -96,24 +117,27 @@ class RecordReader:
                 return
             with self.ctx.db.reading() as session:
                 repo = ExportRepository(session)
-                where = repo.conditions(self.workspace_id, self.filters)
-                rows = repo.page(where, after=after, limit=size, group_by=self.group_by)
-                if not rows:
-                    return
-                records = self._records(repo, rows)
-            yield records
+                rows = repo.page(repo.conditions(self.workspace_id, self.filters), after=after, limit=size,
+                                 group_by=self.group_by)
+            if not rows:
+                return
+            yield rows
             if remaining is not None:
                 remaining -= len(rows)
             if len(rows) < size:
                 return
             after = tuple(rows[-1][len(ROLLOUT_COLUMNS):])  # the sort key the page query appends to each row
 
+    def _page_records(self, rows: Sequence[Any]) -> list[dict[str, Any]]:
+        with self.ctx.db.reading() as session:
+            return self._records(ExportRepository(session), rows)
+
     # -- one page ---------------------------------------------------------------------------------------
 
-    def _records(self, repo: ExportRepository, rows: list[Any]) -> list[dict[str, Any]]:
-        ids = [row.id for row in rows]
-        self._load_runs(repo, {row.run_id for row in rows})
-        self._load_tasks(repo, {row.task_id for row in rows if row.task_id})
+    def _records(self, repo: ExportRepository, rows: Sequence[Any]) -> list[dict[str, Any]]:
+        ids = [row[0] for row in rows]
+        runs = self._load_runs(repo, {row[1] for row in rows})
+        tasks = self._load_tasks(repo, {row[3] for row in rows if row[3]})
         events: dict[str, Any] = {rid: [] for rid in ids}
         slow = ids
         if repo.session.get_bind().dialect.name == "postgresql":
@@ -132,16 +156,13 @@ class RecordReader:
                                          "created_at": s.created_at})
         out = []
         for row in rows:
-            record = {
-                "id": row.id, "run": self._runs[row.run_id], "attempt": row.attempt,
-                "task": self._tasks.get(row.task_id) if row.task_id else None,
-                "repeat_index": row.repeat_index, "input": row.input, "status": row.status, "output": row.output,
-                "error": row.error, "reward": row.reward, "advantage": row.advantage, "discarded": row.discarded,
-                "discard_reason": row.discard_reason, "step": row.step, "group_key": row.group_key,
-                "metadata": row.metadata_, "started_at": row.started_at, "ended_at": row.ended_at,
-                "latency_ms": row.latency_ms, "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
-                "cost": row.cost, "scores": scores[row.id], "events": events[row.id],
-            }
+            # Rows unpack by position (attribute access costs ~0.4 µs a column on a SQLAlchemy Row).
+            record = dict(zip(ROLLOUT_KEYS, row, strict=False))
+            rid = record["id"]
+            record["run"] = runs[record["run_id"]]
+            record["task"] = tasks.get(record["task_id"]) if record["task_id"] else None
+            record["scores"] = scores[rid]
+            record["events"] = events[rid]
             if self.group_by is not None:
                 record["_group"] = (row.run_id, row.k1, row.k2)
             out.append(record)
@@ -166,29 +187,36 @@ class RecordReader:
             event.update(payload)
         return event
 
-    def _load_runs(self, repo: ExportRepository, run_ids: set[str]) -> None:
-        missing = [r for r in run_ids if r not in self._runs]
-        base = self.ctx.settings.base_url
-        for run, dataset_name in repo.runs(missing) if missing else []:
-            self._runs[run.id] = {
-                "id": run.id, "number": run.number, "url": f"{base}/w/{run.workspace_id}/runs/{run.number}",
-                "workflow_name": run.workflow_name, "group_id": run.group_id, "agent_name": run.agent_name,
-                "agent_version": run.agent_version, "model": run.model, "params": run.params, "tags": run.tags,
-                "reward_score": run.reward_score, "dataset": dataset_name, "dataset_version": run.dataset_version,
-            }
+    def _load_runs(self, repo: ExportRepository, run_ids: set[str]) -> dict[str, dict[str, Any]]:
+        """The page's runs, from the cache shared by the fetch threads (loaded once per export)."""
+        with self._cache_lock:
+            missing = [r for r in run_ids if r not in self._runs]
+            base = self.ctx.settings.base_url
+            for run, dataset_name in repo.runs(missing) if missing else []:
+                self._runs[run.id] = {
+                    "id": run.id, "number": run.number, "url": f"{base}/w/{run.workspace_id}/runs/{run.number}",
+                    "workflow_name": run.workflow_name, "group_id": run.group_id, "agent_name": run.agent_name,
+                    "agent_version": run.agent_version, "model": run.model, "params": run.params, "tags": run.tags,
+                    "reward_score": run.reward_score, "dataset": dataset_name,
+                    "dataset_version": run.dataset_version,
+                }
+            return {r: self._runs[r] for r in run_ids}
 
-    def _load_tasks(self, repo: ExportRepository, task_ids: set[str]) -> None:
-        missing = [t for t in task_ids if t not in self._tasks]
-        if not missing:
-            return
-        if len(self._tasks) + len(missing) > TASK_CACHE:
-            self._tasks.clear()
-        files: dict[str, list[dict[str, Any]]] = {t: [] for t in missing}
-        for f in repo.task_files(missing):
-            files[f.task_id].append({"name": f.name, "media_type": f.media_type, "size": f.size, "sha256": f.sha256})
-        for task in repo.tasks(missing):
-            self._tasks[task.id] = {
-                "key": task.key, "instruction": task.instruction, "input": task.input,
-                "expected_output": task.expected_output, "output_schema": task.output_schema,
-                "metadata": task.metadata_, "split": task.split, "files": files[task.id],
-            }
+    def _load_tasks(self, repo: ExportRepository, task_ids: set[str]) -> dict[str, dict[str, Any] | None]:
+        """The page's tasks, from a bounded cache shared by the fetch threads."""
+        with self._cache_lock:
+            missing = [t for t in task_ids if t not in self._tasks]
+            if missing:
+                if len(self._tasks) + len(missing) > TASK_CACHE:
+                    self._tasks.clear()
+                files: dict[str, list[dict[str, Any]]] = {t: [] for t in missing}
+                for f in repo.task_files(missing):
+                    files[f.task_id].append({"name": f.name, "media_type": f.media_type, "size": f.size,
+                                             "sha256": f.sha256})
+                for task in repo.tasks(missing):
+                    self._tasks[task.id] = {
+                        "key": task.key, "instruction": task.instruction, "input": task.input,
+                        "expected_output": task.expected_output, "output_schema": task.output_schema,
+                        "metadata": task.metadata_, "split": task.split, "files": files[task.id],
+                    }
+            return {t: self._tasks.get(t) for t in task_ids}
