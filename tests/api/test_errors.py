@@ -412,3 +412,29 @@ async def test_non_finite_numbers_are_refused(client: httpx.AsyncClient, rollout
                                  **_raw_json(b'{"name": "reward", "value": 1e309}'))
     readable = (await client.get(f"{API}/rollouts/{rollout['id']}")).status_code
     assert (response.status_code, readable) == (422, 200)
+
+
+async def test_bodies_orjson_refuses_take_the_standard_path(client: httpx.AsyncClient, rollout: JSON) -> None:
+    """Bodies are parsed by orjson; what it refuses but the standard library reads (NaN, 1e400) gets the same
+    422 as before, and what neither reads is a 400 naming malformed JSON."""
+    ro = rollout["id"]
+    nan = await client.post(f"{API}/ingest", **_raw_json(
+        b'{"events": [{"rollout_id": "%s", "id": "n1", "kind": "log", "message": "m", "x": NaN}]}' % ro.encode()))
+    huge = await client.post(f"{API}/ingest", **_raw_json(
+        b'{"events": [{"rollout_id": "%s", "id": "n2", "kind": "log", "message": "m", "x": 1e400}]}' % ro.encode()))
+    broken = await client.post(f"{API}/ingest", **_raw_json(b'{"events": [}'))
+    stored = (await client.get(f"{API}/rollouts/{ro}")).json()["event_count"]
+    assert (nan.status_code, huge.status_code, broken.status_code, stored) == (422, 422, 400, 0)
+    assert "finite" in nan.text and "finite" in huge.text
+    assert broken.headers["content-type"].startswith("application/problem+json")
+
+
+async def test_escaped_nul_in_an_ingest_batch_is_cleaned(client: httpx.AsyncClient, rollout: JSON) -> None:
+    """The orjson fast path hands a body straight to the schema only when it holds no escaped NUL."""
+    ro = rollout["id"]
+    body = {"events": [{**message_event("a\u0000b"), "rollout_id": ro}]}
+    answer = await client.post(f"{API}/ingest", content=json.dumps(body).encode(),
+                               headers={"content-type": "application/json"})
+    assert answer.status_code == 200, answer.text
+    events = (await client.get(f"{API}/rollouts/{ro}")).json()["events"]
+    assert [e["content"] for e in events] == ["a\ufffdb"]

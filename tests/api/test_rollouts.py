@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from rollout_server.rollouts.schemas import IngestResult
 from tests.conftest import Tenant
 
 
@@ -85,6 +86,8 @@ async def test_ingest_answers_per_item_for_many_rollouts(api: Tenant) -> None:
                    {"rollout_id": "ro_nope", "name": "reward", "value": 1}],
     }
     result = (await api.client.post("/api/v1/ingest", json=body)).json()
+    # The answer is built without the response model; it must still be exactly one.
+    assert IngestResult.model_validate(result).model_dump(mode="json") == result
     assert [r["status"] for r in result["events"]] == ["created", "created", "created", "rejected", "rejected"]
     assert "already succeeded" in result["events"][3]["error"]
     assert "no rollout ro_doesnotexist" in result["events"][4]["error"]

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from ..api.deps import CurrentCaller, ReadSession, WriteSession
+from ..api.routing import api_router
 from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from ..common.schemas import INT32_MAX, Page
 from . import service
 from .schemas import AttachFiles, DatasetCreate, DatasetOut, TaskOut, VersionCreate, VersionOut
 from .transfer_api import router as transfer_router
 
-router = APIRouter(tags=["datasets"])
+router = api_router(tags=["datasets"])
 
 Limit = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
 

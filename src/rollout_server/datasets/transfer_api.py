@@ -5,11 +5,12 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
+from ..api.routing import api_router
 from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from ..common.schemas import INT32_MAX
 from ..errors import NotFound, PayloadTooLarge
@@ -22,7 +23,7 @@ from .formats import JSONL_MEDIA_TYPE, ZIP_MEDIA_TYPE, DatasetFormat, export_dat
 from .promotion import promote_rollout, promote_run
 from .schemas import DatasetImportResult, DiffPage, PromoteResult, PromoteRollout, PromoteRun
 
-router = APIRouter(tags=["datasets"])
+router = api_router(tags=["datasets"])
 
 
 @router.get("/datasets/{dataset}/diff", response_model=DiffPage)

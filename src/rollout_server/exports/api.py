@@ -5,11 +5,12 @@ from __future__ import annotations
 import tempfile
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
+from ..api.routing import api_router
 from ..common.schemas import UTCTime
 from ..errors import NotFound, PayloadTooLarge
 from ..runs.schemas import RunRef
@@ -19,7 +20,7 @@ from .imports import import_jsonl
 from .jobs import enqueue_export, export_job_out
 from .schemas import ExportFilter, ExportFormat, ExportJobIn, ExportJobOut, ExportOptions, ImportFormat, ImportResult
 
-router = APIRouter(tags=["exports"])
+router = api_router(tags=["exports"])
 
 _STREAM_DOC: dict[str, Any] = {
     "responses": {

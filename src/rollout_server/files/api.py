@@ -5,19 +5,20 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import RedirectResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
+from ..api.routing import api_router
 from ..errors import InvalidInput, PayloadTooLarge
 from ..storage.base import CHUNK, StoredBlob, blob_key, ingest_async_stream, ingest_file
 from . import service
 from .bucket import FileReader, add_from_bucket
 from .schemas import FileFromBucket, FileOut, FileUrl
 
-router = APIRouter(tags=["files"])
+router = api_router(tags=["files"])
 
 _UPLOAD_DOC: dict[str, Any] = {
     "requestBody": {

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Literal
 
-from fastapi import APIRouter, Query
+import orjson
+from fastapi import Query, Response
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
+from ..api.routing import api_router
 from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from ..common.schemas import INT32_MAX, Page, UTCTime
 from ..errors import Conflict, InvalidInput, NotFound
 from . import service
-from .ingest import EventWriter
+from .ingest import EventOutcome, EventWriter, ItemDict
 from .repository import RolloutRepository
 from .schemas import (
     EventBatch,
     EventOut,
     IngestBatch,
     IngestResult,
-    ItemResult,
     RolloutCreate,
     RolloutDetail,
     RolloutFinish,
@@ -27,7 +29,7 @@ from .schemas import (
     ScoreOut,
 )
 
-router = APIRouter(tags=["rollouts"])
+router = api_router(tags=["rollouts"])
 
 Limit = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
 EventsLimit = Query(200, ge=0, le=MAX_LIMIT, description="Events in the first page of the trace (0: none).")
@@ -100,7 +102,7 @@ def list_events(rollout_id: str, caller: CurrentCaller, session: ReadSession, ct
 
 @router.post("/rollouts/{rollout_id}/events", response_model=IngestResult)
 def append_events(rollout_id: str, body: EventBatch, caller: CurrentCaller, session: WriteSession,
-                  ctx: Ctx) -> IngestResult:
+                  ctx: Ctx) -> Response:
     """Append trace events; re-sent ids are reported as duplicates and stored once."""
     _check_count(ctx, len(body.events), "events")
     service.get_rollout(session, caller.workspace_id, rollout_id)
@@ -110,7 +112,7 @@ def append_events(rollout_id: str, body: EventBatch, caller: CurrentCaller, sess
         # One rollout, one reason: refuse the whole request rather than half of it.
         first = next(r for r in outcome.results if r["status"] == "rejected")
         raise Conflict(f"Cannot append: {first['error']}.")
-    return IngestResult(created=outcome.created, duplicates=outcome.duplicates, rejected=0, events=outcome.results)
+    return _answer(outcome)
 
 
 @router.post("/rollouts/{rollout_id}/finish", response_model=RolloutOut)
@@ -137,7 +139,7 @@ def list_scores(rollout_id: str, caller: CurrentCaller, session: ReadSession) ->
 
 
 @router.post("/ingest", response_model=IngestResult)
-def ingest(body: IngestBatch, caller: CurrentCaller, session: WriteSession, ctx: Ctx) -> IngestResult:
+def ingest(body: IngestBatch, caller: CurrentCaller, session: WriteSession, ctx: Ctx) -> Response:
     """Events, scores and finishes for many rollouts in one request, answered per item.
     A schema-invalid item rejects the whole request (422, nothing stored); an item for an unknown or
     finished rollout is `rejected` on its own while the rest are stored. Finishes apply last."""
@@ -148,28 +150,41 @@ def ingest(body: IngestBatch, caller: CurrentCaller, session: WriteSession, ctx:
     )
     writer = EventWriter(session, ctx.store, caller.workspace_id, ctx.settings.inline_payload_bytes)
     outcome = writer.write([(e.rollout_id, e) for e in body.events])
-    score_results: list[ItemResult] = []
+    score_results: list[ItemDict] = []
     for index, score in enumerate(body.scores):
         try:
             rollout = service.get_rollout(session, caller.workspace_id, score.rollout_id, for_update=True)
             payload = ScoreIn(**score.model_dump(exclude={"rollout_id"}))
             stored, created = service.add_score_once(session, caller.workspace_id, rollout, payload)
-            score_results.append(ItemResult(index=index, id=stored.id, status="created" if created else "duplicate"))
+            score_results.append(_item(index, stored.id, "created" if created else "duplicate"))
         except (NotFound, InvalidInput) as error:
-            score_results.append(ItemResult(index=index, status="rejected", error=error.detail))
-    finish_results: list[ItemResult] = []
+            score_results.append(_item(index, None, "rejected", error.detail))
+    finish_results: list[ItemDict] = []
     for index, finish in enumerate(body.finishes):
         try:
             done = service.finish_rollout(session, caller.workspace_id, finish.rollout_id,
                                           RolloutFinish(**finish.model_dump(exclude={"rollout_id"})))
-            finish_results.append(ItemResult(index=index, id=done.id, status="created"))
+            finish_results.append(_item(index, done.id, "created"))
         except Conflict:
-            finish_results.append(ItemResult(index=index, id=finish.rollout_id, status="duplicate"))
+            finish_results.append(_item(index, finish.rollout_id, "duplicate"))
         except NotFound as error:
-            finish_results.append(ItemResult(index=index, status="rejected", error=error.detail))
-    others = score_results + finish_results
-    rejected = outcome.rejected + sum(1 for r in others if r.status == "rejected")
-    return IngestResult(created=outcome.created + sum(1 for r in others if r.status == "created"),
-                        duplicates=outcome.duplicates + sum(1 for r in others if r.status == "duplicate"),
-                        finishes=finish_results, rejected=rejected, events=outcome.results,
-                        scores=score_results)
+            finish_results.append(_item(index, None, "rejected", error.detail))
+    return _answer(outcome, score_results, finish_results)
+
+
+def _answer(outcome: EventOutcome, scores: list[ItemDict] | None = None,
+            finishes: list[ItemDict] | None = None) -> Response:
+    """An IngestResult, built as plain data and encoded once: validating a 1,000-item IngestResult only to
+    serialise it again cost a tenth of the request. `response_model` still documents it (and tests hold the
+    answers to it)."""
+    scores, finishes = scores or [], finishes or []
+    counts = Counter(r["status"] for r in scores + finishes)
+    return Response(orjson.dumps({
+        "created": outcome.created + counts["created"], "duplicates": outcome.duplicates + counts["duplicate"],
+        "rejected": outcome.rejected + counts["rejected"], "events": outcome.results, "scores": scores,
+        "finishes": finishes,
+    }), media_type="application/json")
+
+
+def _item(index: int, item_id: str | None, status: str, error: str | None = None) -> ItemDict:
+    return {"index": index, "id": item_id, "status": status, "error": error}

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
+from ..api.routing import api_router
 from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from ..common.schemas import Page
 from . import service
 from .schemas import RunCreate, RunDetail, RunFinish, RunOut, RunTaskItem
 
-router = APIRouter(tags=["runs"])
+router = api_router(tags=["runs"])
 
 
 @router.post("/runs", response_model=RunDetail, status_code=201)

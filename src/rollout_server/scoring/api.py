@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, Response
+from fastapi import Query, Response
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
+from ..api.routing import api_router
 from ..common.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from ..common.schemas import Page
 from . import service
@@ -23,7 +24,7 @@ from .schemas import (
     ScoringStatus,
 )
 
-router = APIRouter(tags=["scoring"])
+router = api_router(tags=["scoring"])
 
 
 @router.get("/scorers/types", response_model=list[ScorerTypeOut])

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from ..api.deps import CurrentCaller, ReadSession, WriteSession, key_cache
+from ..api.routing import api_router
 from ..common.schemas import Page
 from . import service
 from .schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyOut, WorkspaceOut
 
-router = APIRouter(tags=["workspace"])
+router = api_router(tags=["workspace"])
 
 
 @router.get("/workspace", response_model=WorkspaceOut)
