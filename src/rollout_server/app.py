@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from . import __version__
 from .api.router import api_router
 from .bootstrap import banner, ensure_initial_setup
+from .common import heap
 from .config import Settings, get_settings
 from .context import AppContext
 from .db.migrate import upgrade
@@ -51,6 +52,8 @@ def create_app(settings: Settings | None = None, *, context: AppContext | None =
             from .scoring.worker import Worker
 
             worker = Worker(ctx).start()
+        if owned:
+            heap.settle()  # start-up is done: the collector stops re-scanning what it loaded (common/heap.py)
         try:
             yield
         finally:

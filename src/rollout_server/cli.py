@@ -71,10 +71,12 @@ def worker(
     import signal
     import threading
 
+    from .common import heap
     from .scoring.worker import Worker
 
     ctx = _context()
     runner = Worker(ctx, worker_id=worker_id, concurrency=concurrency, poll_seconds=poll)
+    heap.settle()
     console.print(f"worker [bold]{runner.worker_id}[/bold] on {_safe_url(ctx.settings)}, "
                   f"{runner.concurrency} at a time")
     try:
