@@ -122,6 +122,19 @@ async def test_finish_once_and_no_appends_after(api: Tenant) -> None:
     assert append.status_code == 409
 
 
+async def test_tokens_count_for_an_llm_call_stored_in_the_blob_store(api: Tenant) -> None:
+    """A long prompt sends the llm_call's body to the blob store; its usage still counts, once."""
+    ro = await _rollout(api)
+    call = ev("llm_call", model="gpt", input=[{"role": "user", "content": "x" * 100_000}],
+              usage={"input_tokens": 25_000, "output_tokens": 12}, cost=0.25)
+    for _ in range(2):  # the re-sent event is a duplicate and adds nothing
+        await api.client.post("/api/v1/ingest", json={"events": [{**call, "rollout_id": ro["id"]}]})
+    detail = (await api.client.get(f"/api/v1/rollouts/{ro['id']}")).json()
+    assert (detail["input_tokens"], detail["output_tokens"], detail["cost"], detail["event_count"]) == \
+        (25_000, 12, 0.25, 1)
+    assert detail["events"][0]["input"][0]["content"] == "x" * 100_000
+
+
 async def test_trace_timing_tokens_and_cost(api: Tenant) -> None:
     ro = await _rollout(api)
     start = datetime.now(UTC)

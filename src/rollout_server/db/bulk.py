@@ -65,10 +65,11 @@ def insert_returning_new(
     names = ", ".join(columns)
     sql = (f"INSERT INTO {table.name} ({names}) SELECT {names} FROM jsonb_to_recordset(%s::jsonb) AS t({record}) "
            f"ON CONFLICT ({', '.join(unique)}) DO NOTHING RETURNING {', '.join(unique)}")
-    document = orjson.dumps([{name: row[name] for name in columns} for row in rows],
-                            option=orjson.OPT_NON_STR_KEYS | orjson.OPT_NAIVE_UTC)
+    # Keys beyond `columns` are ignored by jsonb_to_recordset, so rows go in as they are. JSON values may be
+    # orjson.Fragment (already encoded).
+    document = orjson.dumps(rows, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_NAIVE_UTC)
     result = session.connection().exec_driver_sql(sql, (document.decode(),))
-    return {tuple(row) for row in result}
+    return set(map(tuple, result.fetchall()))
 
 
 def _sqlite_insert_returning_new(

@@ -145,11 +145,11 @@ def ingest(body: IngestBatch, caller: CurrentCaller, session: WriteSession, ctx:
     finished rollout is `rejected` on its own while the rest are stored. Finishes apply last."""
     _check_count(ctx, len(body.events), "events")
     # Lock every rollout the batch touches at once, in ID order, so concurrent batches never deadlock.
-    RolloutRepository(session).lock_many(
+    locked = RolloutRepository(session).lock_many(
         caller.workspace_id, [i.rollout_id for group in (body.events, body.scores, body.finishes) for i in group]
     )
     writer = EventWriter(session, ctx.store, caller.workspace_id, ctx.settings.inline_payload_bytes)
-    outcome = writer.write([(e.rollout_id, e) for e in body.events])
+    outcome = writer.write([(e.rollout_id, e) for e in body.events], locked=locked)
     score_results: list[ItemDict] = []
     for index, score in enumerate(body.scores):
         try:

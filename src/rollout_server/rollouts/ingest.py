@@ -16,12 +16,13 @@ import orjson
 from sqlalchemy.orm import Session
 
 from ..db.types import utcnow
+from ..models import Rollout
 from ..storage import BlobStore
 from ..storage.base import ingest_file
 from .repository import RolloutRepository
 from .schemas import EventIn
 
-# Per-item answers stay plain dicts on this path; the response model validates them in one pass.
+# Per-item answers stay plain dicts on this path; the API encodes them as they are (rollouts/api.py `_answer`).
 ItemDict = dict[str, Any]
 
 _COMMON = {"id", "kind", "seq", "parent_id", "name", "started_at", "ended_at", "metadata", "rollout_id"}
@@ -60,22 +61,30 @@ class EventWriter:
         self.inline_limit = inline_limit
         self.repo = RolloutRepository(session)
 
-    def _payload(self, event: EventIn) -> tuple[dict[str, Any] | None, str | None]:
-        body = dict(event.model_extra or {})
-        body.pop("rollout_id", None)
+    def _payload(self, event: EventIn) -> tuple[dict[str, Any] | None, orjson.Fragment | None, str | None]:
+        """The event's body (what is not a common field), encoded once: the row carries the encoded JSON
+        (inline), or a stub whose blob holds it (too large to keep in the row)."""
+        body = event.__pydantic_extra__
         if not body:
-            return None, None
+            return None, None, None
+        if "rollout_id" in body:  # sent inside a single-rollout batch, where it is not a field
+            body = {k: v for k, v in body.items() if k != "rollout_id"}
+            if not body:
+                return None, None, None
         encoded = orjson.dumps(body)
         if len(encoded) <= self.inline_limit:
-            return body, None
+            return body, orjson.Fragment(encoded), None
         blob = ingest_file(self.store, self.workspace_id, io.BytesIO(encoded))
-        return {"_blob": True, "size": blob.size}, blob.sha256
+        return body, orjson.Fragment(orjson.dumps({"_blob": True, "size": blob.size})), blob.sha256
 
-    def write(self, items: list[tuple[str, EventIn]], *, strict: bool = False) -> EventOutcome:
-        """Store (rollout_id, event) pairs. Items for unknown or finished rollouts are rejected one by one,
-        or — with `strict`, for the single-rollout endpoint — raise before anything is written."""
+    def write(self, items: list[tuple[str, EventIn]], *, locked: dict[str, Rollout] | None = None) -> EventOutcome:
+        """Store (rollout_id, event) pairs; items for unknown or finished rollouts are rejected one by one.
+        `locked`: the rollouts, when the caller has locked them already (else they are locked here)."""
         results: list[ItemDict | None] = [None] * len(items)
-        rollouts = self.repo.lock_many(self.workspace_id, [rid for rid, _ in items]) if items else {}
+        if locked is not None:
+            rollouts = locked
+        else:
+            rollouts = self.repo.lock_many(self.workspace_id, [rid for rid, _ in items]) if items else {}
         seen: set[tuple[str, str]] = set()
         per_rollout: dict[str, list[int]] = defaultdict(list)
         for index, (rollout_id, event) in enumerate(items):
@@ -88,47 +97,50 @@ class EventWriter:
             if error:
                 results[index] = {"index": index, "id": event.id, "status": "rejected", "error": error}
                 continue
-            if (rollout_id, event.id) in seen:
+            key = (rollout_id, event.id)
+            if key in seen:
                 results[index] = {"index": index, "id": event.id, "status": "duplicate", "error": None}
                 continue
-            seen.add((rollout_id, event.id))
+            seen.add(key)
             per_rollout[rollout_id].append(index)
 
         rows: list[dict[str, Any]] = []
+        usage: list[tuple[str, str, dict[str, Any]]] = []  # llm_call bodies, for the token and cost counters
         now = utcnow()
         for rollout_id, indexes in per_rollout.items():
-            rollout = rollouts[rollout_id]
-            next_seq = rollout.last_seq
+            next_seq = rollouts[rollout_id].last_seq
             for index in indexes:
                 event = items[index][1]
-                if event.seq is None:
+                seq = event.seq
+                if seq is None:
                     next_seq += 1
                     seq = next_seq
-                else:
-                    seq = event.seq
-                    next_seq = max(next_seq, seq)
-                payload, blob = self._payload(event)
-                duration = None
-                if event.started_at and event.ended_at:
-                    duration = (event.ended_at - event.started_at).total_seconds() * 1000.0
+                elif seq > next_seq:
+                    next_seq = seq
+                body, payload, blob = self._payload(event)
+                if event.kind == "llm_call" and body:
+                    usage.append((rollout_id, event.id, body))
+                started, ended = event.started_at, event.ended_at
                 rows.append({
                     "rollout_id": rollout_id, "event_id": event.id, "seq": seq, "kind": event.kind,
-                    "parent_id": event.parent_id, "name": event.name, "started_at": event.started_at,
-                    "ended_at": event.ended_at, "duration_ms": duration, "payload": payload,
-                    "payload_blob": blob, "metadata": event.metadata, "created_at": now,
+                    "parent_id": event.parent_id, "name": event.name, "started_at": started, "ended_at": ended,
+                    "duration_ms": (ended - started).total_seconds() * 1000.0 if started and ended else None,
+                    "payload": payload, "payload_blob": blob, "metadata": event.metadata, "created_at": now,
                 })
         # The rollouts are locked, so ids found stored now stay the only duplicates until commit.
         # One statement skips the stored (rollout, event id) pairs and says which rows went in.
         created = self.repo.insert_new_events(rows)
-        rows = [row for row in rows if (row["rollout_id"], row["event_id"]) in created]
 
         totals: dict[str, list[Any]] = {}
-        for row in rows:  # only the inserted ones are left in `rows`
-            total = totals.setdefault(row["rollout_id"], [0, 0, 0, 0, 0.0])
-            total[0] += 1
-            total[1] = max(total[1], row["seq"])
-            if row["kind"] == "llm_call" and row["payload"]:
-                tokens_in, tokens_out, cost = _usage_numbers(row["payload"])
+        for row in rows:
+            if (row["rollout_id"], row["event_id"]) in created:
+                total = totals.setdefault(row["rollout_id"], [0, 0, 0, 0, 0.0])
+                total[0] += 1
+                total[1] = max(total[1], row["seq"])
+        for rollout_id, event_id, body in usage:
+            if (rollout_id, event_id) in created:
+                tokens_in, tokens_out, cost = _usage_numbers(body)
+                total = totals[rollout_id]
                 total[2] += tokens_in
                 total[3] += tokens_out
                 total[4] += cost
@@ -142,16 +154,14 @@ class EventWriter:
             rollout.cost += cost
         self.session.flush()
 
+        counts = {"created": 0, "duplicate": 0, "rejected": 0}
         for rollout_id, indexes in per_rollout.items():
             for index in indexes:
-                event = items[index][1]
-                status = "created" if (rollout_id, event.id) in created else "duplicate"
-                results[index] = {"index": index, "id": event.id, "status": status, "error": None}
+                event_id = items[index][1].id
+                status = "created" if (rollout_id, event_id) in created else "duplicate"
+                results[index] = {"index": index, "id": event_id, "status": status, "error": None}
         final = [r for r in results if r is not None]
-        return EventOutcome(
-            results=final,
-            created=sum(1 for r in final if r["status"] == "created"),
-            duplicates=sum(1 for r in final if r["status"] == "duplicate"),
-            rejected=sum(1 for r in final if r["status"] == "rejected"),
-        )
-
+        for r in final:
+            counts[r["status"]] += 1
+        return EventOutcome(results=final, created=counts["created"], duplicates=counts["duplicate"],
+                            rejected=counts["rejected"])
