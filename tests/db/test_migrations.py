@@ -82,6 +82,16 @@ def test_schema_drift_reports_a_difference(empty_db_url: str, engine_for: Engine
     assert any(diff[0] == "remove_table" and diff[1].name == "stray_table" for diff in drift), drift
 
 
+def test_schema_drift_reports_a_missing_expression_index(empty_db_url: str, engine_for: Engine) -> None:
+    """Alembic cannot compare expression indexes; the drift check still notices one that is missing."""
+    upgrade(empty_db_url)
+    assert schema_drift(engine_for) == []
+    with engine_for.begin() as connection:
+        connection.execute(text("DROP INDEX ix_rollouts_run_group"))
+
+    assert ("missing_expression_index", "rollouts", "ix_rollouts_run_group") in schema_drift(engine_for)
+
+
 def test_cli_db_upgrade_migrates_an_empty_sqlite_database(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     env = {**os.environ, "ROLLOUT_DATABASE_URL": url, "ROLLOUT_DATA_DIR": str(tmp_path / "data")}

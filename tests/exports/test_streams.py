@@ -126,3 +126,25 @@ async def test_export_to_s3_runs_as_a_job(api: Tenant, ctx: AppContext, s3_serve
     assert failed["status"] == "failed" and "NoSuchBucket" in failed["error"]
     response = await api.client.post("/api/v1/exports", json={"format": "grpo", "destination": "/tmp/x"})
     assert response.status_code == 422
+
+
+async def test_group_walk_reads_the_group_index_not_a_sort(api: Tenant, ctx: AppContext) -> None:
+    """GRPO and DPO exports walk a run in (run, step, group, attempt) order, one keyset page at a time. Each
+    page must come off ix_rollouts_run_group: a sort would re-read the whole run for every page."""
+    from sqlalchemy import text
+
+    from rollout_server.exports.repository import ExportRepository
+
+    await import_file(api.client, GOLDEN / "rollouts.jsonl")
+    with ctx.db.reading() as session:
+        repo = ExportRepository(session)
+        where = repo.conditions(api.workspace_id, {})
+        query = repo.page_query(where, after=("run_0", 0, "g", 1), limit=500, group_by="auto")
+        compiled = query.compile(session.get_bind(), compile_kwargs={"literal_binds": True})
+        if ctx.db.dialect == "postgresql":
+            session.execute(text("SET LOCAL enable_sort = off"))  # the tables are tiny: ask what is possible
+            plan = "\n".join(row[0] for row in session.execute(text(f"EXPLAIN {compiled}")))
+            assert "ix_rollouts_run_group" in plan and "Sort" not in plan, plan
+        else:
+            plan = "\n".join(row[-1] for row in session.execute(text(f"EXPLAIN QUERY PLAN {compiled}")))
+            assert "ix_rollouts_run_group" in plan and "TEMP B-TREE" not in plan, plan

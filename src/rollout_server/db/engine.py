@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.dialects.sqlite.base import SQLiteCompiler
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
@@ -49,6 +50,16 @@ def make_engine(url: str, *, pool_size: int = 10, write: bool = True) -> Engine:
         json_serializer=_json_dumps,
         json_deserializer=_json_loads,
     )
+
+
+def _sqlite_from_hint(self: SQLiteCompiler, table: Any, text: str | None) -> str | None:
+    return text
+
+
+# SQLAlchemy renders table hints (`Select.with_hint`) only for dialects that define where they go; on SQLite it is
+# right after the table name, as in `FROM rollouts INDEXED BY ix_…` (used where SQLite's planner, lacking
+# statistics, would pick an index and a sort over the index that gives the order: exports/repository.py).
+SQLiteCompiler.get_from_hint_text = _sqlite_from_hint  # type: ignore[method-assign,assignment]
 
 
 def _sqlite_engine(url: str, *, write: bool) -> Engine:

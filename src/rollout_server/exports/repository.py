@@ -7,7 +7,21 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, and_, any_, bindparam, exists, func, literal, select, text, tuple_
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    String,
+    and_,
+    any_,
+    bindparam,
+    exists,
+    func,
+    literal,
+    literal_column,
+    select,
+    text,
+    tuple_,
+)
 from sqlalchemy.orm import Session
 
 from ..models import Dataset, File, Rollout, Run, Score, Task, TaskFile, TraceEvent
@@ -82,15 +96,25 @@ class ExportRepository:
              group_by: str | None = None) -> Sequence[Any]:
         """Rollouts in (run, attempt) order — or, for group formats, in (run, step, group, attempt) order so a
         group's members arrive together. Keyset pagination: each page starts after the previous page's key."""
+        return self.session.execute(self.page_query(where, after=after, limit=limit, group_by=group_by)).all()
+
+    @staticmethod
+    def page_query(where: list[ColumnElement[bool]], *, after: tuple[Any, ...] | None, limit: int,
+                   group_by: str | None = None) -> Select[Any]:
         if group_by is None:
             keys: list[Any] = [Rollout.run_id, Rollout.attempt]
         else:
-            keys = [Rollout.run_id, func.coalesce(Rollout.step, literal(-1)), group_expression(group_by),
+            # Written as in ix_rollouts_run_group (a constant, not a parameter) so the planner walks that index.
+            keys = [Rollout.run_id, func.coalesce(Rollout.step, literal_column("-1")), group_expression(group_by),
                     Rollout.attempt]
         query = select(*ROLLOUT_COLUMNS, *[k.label(f"k{i}") for i, k in enumerate(keys)]).where(*where)
+        if group_by == "auto":
+            # SQLite's planner, without statistics, prefers the workspace index and a sort; the walk is linear
+            # only on the group index.
+            query = query.with_hint(Rollout, "INDEXED BY ix_rollouts_run_group", "sqlite")
         if after is not None:
             query = query.where(tuple_(*keys) > tuple_(*[literal(v) for v in after]))
-        return self.session.execute(query.order_by(*keys).limit(limit)).all()
+        return query.order_by(*keys).limit(limit)
 
     def events_of(self, rollout_ids: Sequence[str]) -> Sequence[Any]:
         return self.session.execute(

@@ -15,6 +15,8 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    func,
+    literal_column,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -63,6 +65,15 @@ class Rollout(Base):
     last_seq: Mapped[int] = mapped_column(BigInteger, default=0)
     # Client-chosen idempotency key: a retried start with the same key returns the same rollout.
     client_key: Mapped[str | None] = mapped_column(String(80))
+
+
+# Group exports (GRPO, DPO) walk a run's rollouts group by group: (run, step, group, attempt), the group being
+# the explicit group key, else the task, else the rollout itself. The keyset walk needs this order from an
+# index; without one every page re-sorted the whole run (6,100 rollouts/s over 100,000, and quadratic).
+Index(
+    "ix_rollouts_run_group", Rollout.run_id, func.coalesce(Rollout.step, literal_column("-1")),
+    func.coalesce(Rollout.group_key, Rollout.task_id, Rollout.id), Rollout.attempt,
+)
 
 
 class TraceEvent(Base):
