@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     max_upload_bytes: int = 5 * 1024 * 1024 * 1024
     inline_payload_bytes: int = Field(64 * 1024, description="Event payloads above this go to the blob store.")
     cors_origins: str = Field("", description="Comma-separated origins allowed to call the API from browsers.")
+    login_max_failures: int = Field(5, ge=0, description="Wrong passwords for one account before its sign-in "
+                                    "pauses (0: no limit); one address gets four times as many.")
+    login_window_seconds: float = Field(300, gt=0, description="The window those failures are counted in.")
     db_pool_size: int = 10
     workers: int = 1
 

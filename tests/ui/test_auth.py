@@ -7,6 +7,7 @@ from pathlib import Path
 import httpx
 
 from rollout_server.app import create_app
+from rollout_server.auth.throttle import SignInThrottle
 from rollout_server.context import AppContext
 from tests.conftest import make_settings
 from tests.ui.conftest import PASSWORD, World, csrf_of, login
@@ -87,3 +88,38 @@ async def test_a_forged_or_edited_cookie_is_ignored(world: World) -> None:
 async def test_workspace_picker_lists_only_my_workspaces(world: World, outsider: httpx.AsyncClient) -> None:
     page = await outsider.get("/workspaces")
     assert "beta" in page.text and "alpha" not in page.text
+
+
+async def test_repeated_wrong_passwords_pause_that_accounts_sign_in(world: World) -> None:
+    now = [1000.0]
+    world.app.state.sign_in_throttle = SignInThrottle(5, 300, clock=lambda: now[0])
+    async with world.client() as client:
+        async def attempt(email: str, password: str) -> httpx.Response:
+            return await client.post("/login", data={"email": email, "password": password,
+                                                     "csrf_token": await csrf_of(client), "next": "/"})
+
+        for _ in range(5):
+            assert (await attempt("owner@alpha.test", "guess-guess")).status_code == 401
+        paused = await attempt("owner@alpha.test", PASSWORD)  # even the right password waits
+        assert paused.status_code == 429
+        assert 0 < int(paused.headers["retry-after"]) <= 300
+        assert "Too many failed sign-ins. Try again in 5 minutes." in paused.text
+        assert (await attempt("admin@alpha.test", PASSWORD)).status_code == 303  # other accounts are not held
+        now[0] += 301
+        assert (await attempt("owner@alpha.test", PASSWORD)).status_code == 303
+
+
+def test_throttle_counts_an_address_across_accounts_and_forgets_on_success() -> None:
+    now = [0.0]
+    throttle = SignInThrottle(2, 60, clock=lambda: now[0])
+    for n in range(8):  # one address, many accounts: 4 x 2 tries
+        assert throttle.retry_after(f"user{n}@x.test", "10.0.0.1") is None
+        throttle.failed(f"user{n}@x.test", "10.0.0.1")
+    assert throttle.retry_after("fresh@x.test", "10.0.0.1") == 60
+    assert throttle.retry_after("fresh@x.test", "10.0.0.2") is None
+    throttle.failed("me@x.test", None)
+    throttle.succeeded("me@x.test")
+    throttle.failed("me@x.test", None)
+    assert throttle.retry_after("me@x.test", None) is None  # one failure since the success
+    now[0] = 61
+    assert throttle.retry_after("fresh@x.test", "10.0.0.1") is None

@@ -10,6 +10,7 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..auth.throttle import SignInThrottle
 from ..config import Settings
 from ..errors import AppError
 from .deps import SignInRequired
@@ -46,6 +47,7 @@ def install_ui(app: FastAPI, settings: Settings) -> None:
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
+    app.state.sign_in_throttle = SignInThrottle(settings.login_max_failures, settings.login_window_seconds)
     codec = SessionCodec(settings.resolved_secret_key())
     app.add_middleware(UiMiddleware, codec=codec, secure=settings.base_url.startswith("https://"))
 

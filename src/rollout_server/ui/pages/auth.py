@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import secrets
 from functools import cache
 
@@ -11,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...api.deps import Ctx
 from ...auth.passwords import hash_password, verify_password
+from ...auth.throttle import SignInThrottle
 from ...models import User
 from ...workspaces.repository import UserRepository
 from ..deps import CsrfChecked, SessionDep, SignedIn, WorkspaceAccess
@@ -38,6 +40,17 @@ async def login(request: Request, ctx: Ctx, session: SessionDep) -> Response:
     email = str(form.get("email") or "").strip().lower()
     password = str(form.get("password") or "")
     target = safe_next(str(form.get("next") or "/"))
+    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    address = request.client.host if request.client else None
+    wait = throttle.retry_after(email, address)
+    if wait is not None:
+        minutes = max(1, math.ceil(wait / 60))
+        response = render(request, "auth/login.html", {
+            "next": target, "email": email,
+            "error": f"Too many failed sign-ins. Try again in {minutes} minute{'s' if minutes > 1 else ''}.",
+        }, status_code=429)
+        response.headers["retry-after"] = str(wait)
+        return response
 
     def check() -> tuple[bool, User | None]:
         with ctx.db.reading() as db:
@@ -49,8 +62,10 @@ async def login(request: Request, ctx: Ctx, session: SessionDep) -> Response:
 
     ok, user = await run_in_threadpool(check)
     if not ok or user is None:
+        throttle.failed(email, address)
         return render(request, "auth/login.html",
                       {"next": target, "error": "Wrong email or password.", "email": email}, status_code=401)
+    throttle.succeeded(email)
     # A fresh session (new CSRF token) at sign-in, so a token planted before it is worthless.
     fresh = UiSession(user_id=user.id, changed=True)
     session.user_id, session.csrf, session.issued, session.changed = fresh.user_id, fresh.csrf, fresh.issued, True
