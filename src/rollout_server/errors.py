@@ -77,6 +77,11 @@ class Conflict(AppError):
     title = "Conflict"
 
 
+class IdempotencyKeyReused(Conflict):
+    code = "idempotency-key-reused"
+    title = "Idempotency key reused with a different request"
+
+
 class Unauthorized(AppError):
     status = 401
     code = "unauthorized"

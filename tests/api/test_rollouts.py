@@ -217,6 +217,66 @@ async def test_retried_starts_and_scores_with_client_keys_are_stored_once(api: T
     assert len((await api.client.get(f"/api/v1/rollouts/{first['id']}/scores")).json()["items"]) == 2
 
 
+async def test_a_client_key_reused_for_a_different_request_is_refused(api: Tenant) -> None:
+    run = (await api.client.post("/api/v1/runs", json={"workflow_name": "wf", "client_key": "nightly-1"})).json()
+    # The same request with a default spelled out is the same request.
+    same = await api.client.post("/api/v1/runs", json={"workflow_name": "wf", "num_repeats": 1, "client_key": "nightly-1"})
+    other = await api.client.post("/api/v1/runs", json={"workflow_name": "other", "client_key": "nightly-1"})
+    assert same.json()["id"] == run["id"]
+    assert other.status_code == 409
+    problem = other.json()
+    assert problem["type"].endswith("/idempotency-key-reused")
+    assert [e["field"] for e in problem["errors"]] == ["client_key"]
+    first = await _rollout(api, run, client_key="k1", group_key="g1")
+    changed = await api.client.post(f"/api/v1/runs/{run['id']}/rollouts", json={"client_key": "k1", "group_key": "g2"})
+    assert changed.status_code == 409 and changed.json()["type"].endswith("/idempotency-key-reused")
+    assert (await _rollout(api, run, client_key="k1", group_key="g1"))["id"] == first["id"]
+    listed = (await api.client.get("/api/v1/rollouts", params={"run": run["id"]})).json()["items"]
+    assert [r["id"] for r in listed] == [first["id"]]
+
+
+def test_two_starts_with_one_client_key_at_once_make_one_run(ctx) -> None:
+    """The second request waits on the first's transaction, meets the unique key inside a savepoint and answers
+    with the first's run (PostgreSQL; SQLite serialises writers before either looks)."""
+    import threading
+    import time
+
+    from rollout_server.runs.schemas import RunCreate
+    from rollout_server.runs.service import start_run
+    from tests.conftest import create_tenant
+
+    workspace_id, _ = create_tenant(ctx, "race")
+    body = RunCreate(workflow_name="wf", client_key="same-key")
+    first_inserted, ids, errors = threading.Event(), [], []
+
+    def first() -> None:
+        with ctx.db.transaction() as session:
+            ids.append(start_run(session, workspace_id, body).id)
+            first_inserted.set()
+            time.sleep(0.5)  # the second request runs into the uncommitted key meanwhile
+
+    def second() -> None:
+        first_inserted.wait(10)
+        try:
+            with ctx.db.transaction() as session:
+                ids.append(start_run(session, workspace_id, body).id)
+        except Exception as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not errors, errors
+    assert len(ids) == 2 and ids[0] == ids[1]
+    with ctx.db.reading() as session:
+        from sqlalchemy import func, select
+
+        from rollout_server.models import Run
+        assert session.scalar(select(func.count()).select_from(Run).where(Run.workspace_id == workspace_id)) == 1
+
+
 async def test_cors_is_off_by_default_and_on_for_listed_origins(ctx) -> None:
     import httpx
 

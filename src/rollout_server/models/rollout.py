@@ -65,6 +65,8 @@ class Rollout(Base):
     last_seq: Mapped[int] = mapped_column(BigInteger, default=0)
     # Client-chosen idempotency key: a retried start with the same key returns the same rollout.
     client_key: Mapped[str | None] = mapped_column(String(80))
+    # SHA-256 of the request that first used the key (common/idempotency.py).
+    request_digest: Mapped[str | None] = mapped_column(String(64))
 
 
 # Group exports (GRPO, DPO) walk a run's rollouts group by group: (run, step, group, attempt), the group being

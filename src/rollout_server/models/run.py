@@ -47,3 +47,5 @@ class Run(Base):
     next_attempt: Mapped[int] = mapped_column(Integer, default=1)
     # Client-chosen idempotency key: starting a run again with the same key returns the same run.
     client_key: Mapped[str | None] = mapped_column(String(80))
+    # SHA-256 of the request that first used the key (common/idempotency.py).
+    request_digest: Mapped[str | None] = mapped_column(String(64))

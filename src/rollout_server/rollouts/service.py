@@ -9,6 +9,7 @@ import orjson
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ..common.idempotency import create_once, replay, request_digest
 from ..common.pagination import decode_cursor, encode_cursor
 from ..common.schemas import INT32_MAX, Page
 from ..datasets.repository import DatasetRepository, visible_in
@@ -44,10 +45,17 @@ def get_by_attempt(session: Session, workspace_id: str, run_ref: str, attempt: i
 
 def start_rollout(session: Session, workspace_id: str, run_ref: str, body: RolloutCreate) -> Rollout:
     run = resolve_run(session, workspace_id, run_ref)
-    if body.client_key is not None:
-        existing = RolloutRepository(session).get_by_client_key(run.id, body.client_key)
-        if existing is not None:
-            return existing
+    if body.client_key is None:
+        return _start_rollout(session, workspace_id, run, body, None)
+    key, digest, repo = body.client_key, request_digest(body), RolloutRepository(session)
+    existing = repo.get_by_client_key(run.id, key)
+    if existing is not None:
+        return replay(existing, digest)
+    return create_once(session, lambda: _start_rollout(session, workspace_id, run, body, digest),
+                       lambda: repo.get_by_client_key(run.id, key), digest)
+
+
+def _start_rollout(session: Session, workspace_id: str, run: Run, body: RolloutCreate, digest: str | None) -> Rollout:
     if run.status != "running":
         raise Conflict(f"Run {run.number} is {run.status}; start a new run to record more rollouts.")
     if body.task_id is not None:
@@ -67,6 +75,7 @@ def start_rollout(session: Session, workspace_id: str, run_ref: str, body: Rollo
             id=new_id("ro"), workspace_id=workspace_id, run_id=run.id, attempt=attempt, task_id=body.task_id,
             repeat_index=body.repeat_index, input=body.input, status="running", step=body.step,
             group_key=body.group_key, metadata_=body.metadata, started_at=utcnow(), client_key=body.client_key,
+            request_digest=digest,
         )
     )
 

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from ..common.idempotency import create_once, replay, request_digest
 from ..common.pagination import decode_cursor, encode_cursor
 from ..common.schemas import INT32_MAX, Page
 from ..datasets import service as datasets
@@ -37,10 +38,17 @@ def resolve_run(session: Session, workspace_id: str, ref: str | int, *, for_upda
 
 
 def start_run(session: Session, workspace_id: str, body: RunCreate) -> Run:
-    if body.client_key is not None:
-        existing = RunRepository(session).get_by_client_key(workspace_id, body.client_key)
-        if existing is not None:
-            return existing
+    if body.client_key is None:
+        return _start_run(session, workspace_id, body, None)
+    key, digest, repo = body.client_key, request_digest(body), RunRepository(session)
+    existing = repo.get_by_client_key(workspace_id, key)
+    if existing is not None:
+        return replay(existing, digest)
+    return create_once(session, lambda: _start_run(session, workspace_id, body, digest),
+                       lambda: repo.get_by_client_key(workspace_id, key), digest)
+
+
+def _start_run(session: Session, workspace_id: str, body: RunCreate, digest: str | None) -> Run:
     source = None
     if body.only_failed_from is not None:
         try:
@@ -89,6 +97,7 @@ def start_run(session: Session, workspace_id: str, body: RunCreate) -> Run:
             status="running",
             next_attempt=1,
             client_key=body.client_key,
+            request_digest=digest,
         )
     )
 
