@@ -189,6 +189,25 @@ def users_create(
         _fail(error.detail)
 
 
+@users_app.command("set-password")
+def users_set_password(
+    email: str = typer.Option(..., "--email"),
+    password: str = typer.Option(..., "--password", prompt=True, hide_input=True, confirmation_prompt=True,
+                                 help="Asked for (hidden, twice) when not given."),
+) -> None:
+    """Set a user's password (for one who forgot it); their signed-in browsers are signed out."""
+    from .errors import AppError
+    from .workspaces import service
+
+    ctx = _context()
+    try:
+        with ctx.db.transaction() as session:
+            service.set_password(session, service.find_user(session, email), password)
+        print(f"password of {email.strip().lower()} changed; their sign-in sessions have ended")
+    except AppError as error:
+        _fail(error.detail)
+
+
 def main() -> None:
     app()
 

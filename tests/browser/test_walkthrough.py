@@ -154,3 +154,17 @@ def test_create_dataset_with_a_file(page: Any, seeded_live: SeededLive, tmp_path
     page.wait_for_load_state("networkidle")
     assert page.locator(".files a", has_text="contract.txt").count() == 1
     screenshot(page, "task")
+
+
+def test_account_page_from_the_header(page: Any, seeded_live: SeededLive) -> None:
+    sign_in(page, seeded_live.base_url)
+    page.click("header .who a[href='/account']")
+    page.wait_for_url("**/account")
+    screenshot(page, "account")
+    # The server checks what the browser cannot: two different new passwords are refused, nothing changes
+    # (the shared server's admin keeps the password the other tests sign in with).
+    page.fill("input[name=current]", "whatever-it-is")
+    page.fill("input[name=new]", "first-choice-1")
+    page.fill("input[name=repeat]", "second-choice-2")
+    page.click("form[action='/account/password'] button[type=submit]")
+    assert page.locator("p.error").inner_text() == "The two new passwords differ."

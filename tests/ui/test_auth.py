@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -123,3 +126,52 @@ def test_throttle_counts_an_address_across_accounts_and_forgets_on_success() -> 
     assert throttle.retry_after("me@x.test", None) is None  # one failure since the success
     now[0] = 61
     assert throttle.retry_after("fresh@x.test", "10.0.0.1") is None
+
+
+async def test_changing_my_password_keeps_me_signed_in_and_signs_out_other_browsers(world: World) -> None:
+    here, elsewhere = await world.signed_in("owner@alpha.test"), await world.signed_in("owner@alpha.test")
+    try:
+        async def change(current: str, new: str, repeat: str | None = None, token: str | None = None) -> httpx.Response:
+            token = token if token is not None else await csrf_of(here, "/account")
+            return await here.post("/account/password", data={"current": current, "new": new,
+                                                              "repeat": new if repeat is None else repeat,
+                                                              "csrf_token": token})
+
+        assert (await change("not-the-password", "brand-new-pass")).status_code == 403
+        assert (await change(PASSWORD, "brand-new-pass", "brand-new-typo")).status_code == 422
+        assert (await change(PASSWORD, "short")).status_code == 422
+        assert (await change(PASSWORD, "brand-new-pass", token="forged")).status_code == 403
+        done = await change(PASSWORD, "brand-new-pass")
+        assert done.status_code == 303 and done.headers["location"] == "/account"
+        page = await here.get("/account")
+        assert page.status_code == 200 and "Password changed." in page.text
+        assert (await here.get(f"/w/{world.workspace_id}/traces")).status_code == 200
+        assert (await elsewhere.get(f"/w/{world.workspace_id}/traces")).status_code == 303  # signed out
+    finally:
+        await here.aclose()
+        await elsewhere.aclose()
+    async with world.client() as client:
+        token = await csrf_of(client)
+        old = await client.post("/login", data={"email": "owner@alpha.test", "password": PASSWORD,
+                                               "csrf_token": token})
+        assert old.status_code == 401
+        await login(client, "owner@alpha.test", "brand-new-pass")
+
+
+async def test_an_operator_sets_a_forgotten_password_from_the_command_line(world: World, db_url: str,
+                                                                         tmp_path: Path) -> None:
+    signed_in = await world.signed_in("admin@alpha.test")
+    env = {**os.environ, "ROLLOUT_DATABASE_URL": db_url, "ROLLOUT_DATA_DIR": str(tmp_path / "cli")}
+    command = [sys.executable, "-m", "rollout_server.cli", "users", "set-password", "--email", "ADMIN@alpha.test"]
+    short = subprocess.run([*command, "--password", "short"], env=env, capture_output=True, text=True, timeout=120)
+    assert short.returncode != 0 and "8 characters" in short.stderr + short.stdout
+    done = subprocess.run([*command, "--password", "operator-chosen"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    unknown = subprocess.run([*command[:-1], "ghost@alpha.test", "--password", "whatever-long"], env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert unknown.returncode != 0 and "No user" in unknown.stderr + unknown.stdout
+    assert (await signed_in.get(f"/w/{world.workspace_id}/traces")).status_code == 303
+    await signed_in.aclose()
+    async with world.client() as client:
+        await login(client, "admin@alpha.test", "operator-chosen")

@@ -53,7 +53,8 @@ def get_user(request: Request, ctx: Ctx, session: SessionDep) -> User:
     if session.user_id:
         with ctx.db.reading() as db:
             user = UserRepository(db).get(session.user_id)
-        if user is not None and user.password_hash:
+        # A session signed in with an earlier password (or before sessions carried the mark) is over.
+        if user is not None and session.signed_in_with(user.password_hash):
             return user
     raise SignInRequired(_next_url(request))
 

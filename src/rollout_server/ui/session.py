@@ -35,12 +35,31 @@ class UiSession:
     # Flash message shown once on the next page (e.g. "API key created").
     flash: str | None = None
     changed: bool = False
+    # Which password the user signed in with (`password_mark`): a new password ends the session.
+    password: str | None = None
 
     def payload(self) -> dict[str, object]:
         data: dict[str, object] = {"u": self.user_id, "c": self.csrf, "t": self.issued}
         if self.flash:
             data["f"] = self.flash
+        if self.password:
+            data["p"] = self.password
         return data
+
+    def sign_in(self, user_id: str, password_hash: str) -> None:
+        """Start a signed-in session in place: a new CSRF token, so one planted before it is worthless."""
+        fresh = UiSession(user_id=user_id)
+        self.user_id, self.csrf, self.issued, self.changed = user_id, fresh.csrf, fresh.issued, True
+        self.password = password_mark(password_hash)
+
+    def signed_in_with(self, password_hash: str | None) -> bool:
+        return password_hash is not None and self.password is not None and \
+            hmac.compare_digest(self.password, password_mark(password_hash))
+
+
+def password_mark(password_hash: str) -> str:
+    """A short fingerprint of the stored password hash (salted argon2, so every new password gives a new one)."""
+    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
 
 
 class SessionCodec:
@@ -69,10 +88,10 @@ class SessionCodec:
             return None
         if data["t"] + MAX_AGE_SECONDS < time.time():
             return None
-        user_id = data.get("u")
-        flash = data.get("f")
+        user_id, flash, password = data.get("u"), data.get("f"), data.get("p")
         return UiSession(user_id=user_id if isinstance(user_id, str) else None, csrf=data["c"], issued=data["t"],
-                         flash=flash if isinstance(flash, str) else None)
+                         flash=flash if isinstance(flash, str) else None,
+                         password=password if isinstance(password, str) else None)
 
 
 def csrf_matches(session: UiSession, token: str | None) -> bool:

@@ -90,8 +90,8 @@ def create_user(
     email = email.strip().lower()
     if "@" not in email:
         raise InvalidInput(f"'{email}' is not an email address.", field="email")
-    if password is not None and len(password) < 8:
-        raise InvalidInput("A password needs at least 8 characters.", field="password")
+    if password is not None:
+        check_password(password)
     repo = UserRepository(session)
     if repo.get_by_email(email):
         raise Conflict(f"A user with email {email} already exists.")
@@ -104,6 +104,28 @@ def create_user(
             is_superuser=is_superuser,
         )
     )
+
+
+def check_password(password: str, field: str = "password") -> None:
+    if len(password) < 8:
+        raise InvalidInput("A password needs at least 8 characters.", field=field)
+    if len(password) > 1024:
+        raise InvalidInput("A password has at most 1,024 characters.", field=field)
+
+
+def set_password(session: Session, user: User, password: str, *, field: str = "password") -> None:
+    """A new password. Browser sessions are bound to the password hash, so the ones signed in with the old
+    password end (ui/session.py)."""
+    check_password(password, field)
+    user.password_hash = hash_password(password)
+    session.flush()
+
+
+def find_user(session: Session, email: str) -> User:
+    user = UserRepository(session).get_by_email(email.strip().lower())
+    if user is None:
+        raise NotFound(f"No user with email {email.strip().lower()}.")
+    return user
 
 
 def add_member(session: Session, workspace_id: str, user_id: str, role: str) -> None:

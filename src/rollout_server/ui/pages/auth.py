@@ -13,7 +13,9 @@ from starlette.concurrency import run_in_threadpool
 from ...api.deps import Ctx
 from ...auth.passwords import hash_password, verify_password
 from ...auth.throttle import SignInThrottle
+from ...errors import InvalidInput
 from ...models import User
+from ...workspaces import service as workspaces
 from ...workspaces.repository import UserRepository
 from ..deps import CsrfChecked, SessionDep, SignedIn, WorkspaceAccess
 from ..session import UiSession
@@ -66,10 +68,53 @@ async def login(request: Request, ctx: Ctx, session: SessionDep) -> Response:
         return render(request, "auth/login.html",
                       {"next": target, "error": "Wrong email or password.", "email": email}, status_code=401)
     throttle.succeeded(email)
-    # A fresh session (new CSRF token) at sign-in, so a token planted before it is worthless.
-    fresh = UiSession(user_id=user.id, changed=True)
-    session.user_id, session.csrf, session.issued, session.changed = fresh.user_id, fresh.csrf, fresh.issued, True
+    session.sign_in(user.id, user.password_hash or "")
     return RedirectResponse(target, status_code=303)
+
+
+@router.get("/account")
+def account_page(request: Request, user: SignedIn) -> Response:
+    return render(request, "auth/account.html", {"user": user, "error": None})
+
+
+@router.post("/account/password", dependencies=[CsrfChecked])
+async def change_password(request: Request, ctx: Ctx, session: SessionDep, user: SignedIn) -> Response:
+    form = await request.form()
+    current, new, repeat = (str(form.get(name) or "") for name in ("current", "new", "repeat"))
+    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    address = request.client.host if request.client else None
+
+    def again(error: str, status: int) -> Response:
+        return render(request, "auth/account.html", {"user": user, "error": error}, status_code=status)
+
+    # Guessing the current password here is guessing a sign-in: the same throttle counts it.
+    wait = throttle.retry_after(user.email, address)
+    if wait is not None:
+        return again(f"Too many wrong passwords. Try again in {max(1, math.ceil(wait / 60))} minutes.", 429)
+    if new != repeat:
+        return again("The two new passwords differ.", 422)
+
+    def apply() -> tuple[str | None, str]:
+        with ctx.db.transaction() as db:
+            found = UserRepository(db).get(user.id)
+            if found is None or not verify_password(found.password_hash or _dummy_hash(), current):
+                return "wrong", ""
+            try:
+                workspaces.set_password(db, found, new, field="new")
+            except InvalidInput as error:
+                return error.detail, ""
+            return None, found.password_hash or ""
+
+    problem, new_hash = await run_in_threadpool(apply)
+    if problem == "wrong":
+        throttle.failed(user.email, address)
+        return again("The current password is not right.", 403)
+    if problem is not None:
+        return again(problem, 422)
+    # This browser stays signed in with the new password; sessions holding the old one are over.
+    session.sign_in(user.id, new_hash)
+    session.flash = "Password changed. Other browsers signed in as you are signed out."
+    return RedirectResponse("/account", status_code=303)
 
 
 @router.post("/logout", dependencies=[CsrfChecked])
