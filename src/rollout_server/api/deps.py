@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from ..auth.keys import hash_key
 from ..context import AppContext
@@ -18,7 +19,8 @@ from ..errors import Unauthorized
 from ..workspaces.repository import ApiKeyRepository
 
 
-def get_context(request: Request) -> AppContext:
+async def get_context(request: Request) -> AppContext:
+    # async: FastAPI runs a plain `def` dependency on the thread pool, a hop that costs more than this does.
     ctx: AppContext = request.app.state.ctx
     return ctx
 
@@ -101,24 +103,33 @@ def _bearer(request: Request) -> str:
     return token.strip()
 
 
-def get_caller(request: Request, ctx: Ctx) -> Caller:
-    secret = _bearer(request)
-    key_hash = hash_key(secret)
+async def get_caller(request: Request, ctx: Ctx) -> Caller:
+    """The key's workspace. A cached key costs no thread-pool hop; the database is asked on the pool."""
+    key_hash = hash_key(_bearer(request))
     caller = key_cache.get(key_hash)
     if caller is None:
-        with ctx.db.reading() as session:
-            key = ApiKeyRepository(session).get_active_by_hash(key_hash)
-            if key is None:
-                raise Unauthorized("This API key is not valid: it is unknown or was revoked.")
-            caller = Caller(workspace_id=key.workspace_id, key_id=key.id)
-        if key_cache.is_revoked(caller.key_id):
-            raise Unauthorized("This API key is not valid: it is unknown or was revoked.")
-        key_cache.put(key_hash, caller)
+        caller = await run_in_threadpool(_look_up, ctx, key_hash)
     if key_cache.due_for_touch(caller.key_id):
-        # last_used_at is kept to the minute; writing it on every request would serialise ingestion.
-        with ctx.db.transaction() as session:
-            ApiKeyRepository(session).touch(caller.key_id, utcnow())
+        await run_in_threadpool(_touch, ctx, caller.key_id)
     return caller
+
+
+def _look_up(ctx: AppContext, key_hash: str) -> Caller:
+    with ctx.db.reading() as session:
+        key = ApiKeyRepository(session).get_active_by_hash(key_hash)
+        if key is None:
+            raise Unauthorized("This API key is not valid: it is unknown or was revoked.")
+        caller = Caller(workspace_id=key.workspace_id, key_id=key.id)
+    if key_cache.is_revoked(caller.key_id):
+        raise Unauthorized("This API key is not valid: it is unknown or was revoked.")
+    key_cache.put(key_hash, caller)
+    return caller
+
+
+def _touch(ctx: AppContext, key_id: str) -> None:
+    # last_used_at is kept to the minute; writing it on every request would serialise ingestion.
+    with ctx.db.transaction() as session:
+        ApiKeyRepository(session).touch(key_id, utcnow())
 
 
 CurrentCaller = Annotated[Caller, Depends(get_caller)]
