@@ -26,6 +26,7 @@ PAGE = 500
 AHEAD = 2
 FETCHERS = 2
 TASK_CACHE = 5000
+_ID, _RUN, _TASK = (ROLLOUT_KEYS.index(key) for key in ("id", "run_id", "task_id"))  # positions in a page row
 
 
 def resolve_filter(session: Session, workspace_id: str, f: ExportFilter) -> dict[str, Any]:
@@ -135,9 +136,9 @@ class RecordReader:
     # -- one page ---------------------------------------------------------------------------------------
 
     def _records(self, repo: ExportRepository, rows: Sequence[Any]) -> list[dict[str, Any]]:
-        ids = [row[0] for row in rows]
-        runs = self._load_runs(repo, {row[1] for row in rows})
-        tasks = self._load_tasks(repo, {row[3] for row in rows if row[3]})
+        ids = [row[_ID] for row in rows]
+        runs = self._load_runs(repo, {row[_RUN] for row in rows})
+        tasks = self._load_tasks(repo, {row[_TASK] for row in rows if row[_TASK]})
         events: dict[str, Any] = {rid: [] for rid in ids}
         slow = ids
         if repo.session.get_bind().dialect.name == "postgresql":
