@@ -255,6 +255,17 @@ export class Client {
     return new Run(this.deps, info);
   }
 
+  /** Delete a run and everything recorded in it (rollouts, trace events, scores). Irreversible; a run that
+   * re-runs were made from is refused (409) until those are deleted. */
+  async deleteRun(ref: string | number): Promise<void> {
+    await this.transport.json<void>("DELETE", `/api/v1/runs/${encodeURIComponent(String(ref))}`);
+  }
+
+  /** Delete a rollout with its trace events and scores. Irreversible. */
+  async deleteRollout(rolloutId: string): Promise<void> {
+    await this.transport.json<void>("DELETE", `/api/v1/rollouts/${encodeURIComponent(rolloutId)}`);
+  }
+
   /** Runs, newest first. */
   listRuns(filters: RunFilters = {}): Paginated<RunOut> {
     const { limit, ...rest } = filters;

@@ -92,6 +92,11 @@ test("the seed loop records one rollout per task, in order, with files and failu
 
   const listed = await client.listRollouts({ run: run.number, status: "failed" }).toArray();
   assert.deepEqual(listed.map((r) => r.attempt), [2]);
+
+  await client.deleteRollout(failed.id);
+  await assert.rejects(client.getRollout(failed.id), (error) => error.status === 404);
+  await client.deleteRun(run.number);
+  await assert.rejects(client.getRun(run.id), (error) => error.status === 404);
 });
 
 test("withRollout finishes by itself, re-runs take only failed tasks, repeats multiply the list", { skip: needsLive }, async () => {

@@ -62,6 +62,8 @@ WRITE_BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/rollouts/{rollout_id}/finish"): {"status": "failed", "error": "intruder"},
     ("POST", "/rollouts/{rollout_id}/scores"): {"name": "reward", "value": 0.0},
     ("DELETE", "/keys/{key_id}"): None,
+    ("DELETE", "/runs/{run}"): None,
+    ("DELETE", "/rollouts/{rollout_id}"): None,
     ("DELETE", "/scorers/{scorer_id}"): None,
     ("POST", "/runs/{run}/score"): {},
     ("POST", "/runs/{run}/advantages"): {},

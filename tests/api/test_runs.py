@@ -140,3 +140,55 @@ async def test_tag_filter_pages_past_many_untagged_runs(api: Tenant) -> None:
     assert [r["number"] for r in page["items"]] == [2] and page["next_cursor"]
     rest = (await api.client.get("/api/v1/runs", params={"tag": "rare", "cursor": page["next_cursor"]})).json()
     assert [r["number"] for r in rest["items"]] == [1]
+
+
+async def test_deleting_a_run_removes_everything_recorded_in_it(api: Tenant, ctx) -> None:
+    from sqlalchemy import func, select
+
+    from rollout_server.models import Rollout, Score, TraceEvent
+
+    keep = (await api.client.post("/api/v1/runs", json={"workflow_name": "keep"})).json()
+    doomed = (await api.client.post("/api/v1/runs", json={"workflow_name": "doomed"})).json()
+    rollouts = {}
+    for run in (keep, doomed):
+        ro = (await api.client.post(f"/api/v1/runs/{run['id']}/rollouts", json={})).json()
+        await api.client.post(f"/api/v1/rollouts/{ro['id']}/events",
+                              json={"events": [ev("message", role="user", content="hi")]})
+        await api.client.post(f"/api/v1/rollouts/{ro['id']}/scores", json={"name": "reward", "value": 1})
+        rollouts[run["id"]] = ro["id"]
+
+    def counts() -> tuple[int, int, int]:
+        with ctx.db.reading() as session:
+            return tuple(session.scalar(select(func.count()).select_from(model)) or 0  # type: ignore[return-value]
+                         for model in (Rollout, TraceEvent, Score))
+
+    assert counts() == (2, 2, 2)
+    gone = await api.client.delete(f"/api/v1/runs/{doomed['number']}")  # by number, as every run path allows
+    assert (gone.status_code, gone.content) == (204, b"")
+    assert counts() == (1, 1, 1)
+    assert (await api.client.get(f"/api/v1/runs/{doomed['id']}")).status_code == 404
+    assert (await api.client.get(f"/api/v1/rollouts/{rollouts[doomed['id']]}")).status_code == 404
+    assert (await api.client.delete(f"/api/v1/runs/{doomed['id']}")).status_code == 404  # once
+    assert (await api.client.get(f"/api/v1/rollouts/{rollouts[keep['id']]}")).json()["event_count"] == 1
+    later = (await api.client.post("/api/v1/runs", json={})).json()
+    assert later["number"] == doomed["number"] + 1  # numbers are not reused
+
+
+async def test_deleting_one_rollout_and_a_run_that_has_re_runs(api: Tenant) -> None:
+    dataset = (await api.client.post("/api/v1/datasets", json={
+        "name": f"del-{uuid.uuid4().hex[:6]}", "tasks": [{"key": "a", "instruction": "x"}]})).json()
+    source = (await api.client.post("/api/v1/runs", json={"dataset": dataset["name"]})).json()
+    task = (await api.client.get(f"/api/v1/runs/{source['id']}/tasks")).json()["items"][0]
+    first = (await api.client.post(f"/api/v1/runs/{source['id']}/rollouts", json={"task_id": task["task"]["id"]})).json()
+    second = (await api.client.post(f"/api/v1/runs/{source['id']}/rollouts", json={})).json()
+    await api.client.post(f"/api/v1/rollouts/{first['id']}/finish", json={"status": "failed", "error": "x"})
+    assert (await api.client.delete(f"/api/v1/rollouts/{second['id']}")).status_code == 204
+    assert (await api.client.get(f"/api/v1/rollouts/{second['id']}")).status_code == 404
+    detail = (await api.client.get(f"/api/v1/runs/{source['id']}")).json()
+    assert detail["aggregates"]["rollout_count"] == 1
+    rerun = (await api.client.post("/api/v1/runs", json={"only_failed_from": str(source["number"])})).json()
+    assert "rerun_of" in rerun, rerun
+    refused = await api.client.delete(f"/api/v1/runs/{source['id']}")
+    assert refused.status_code == 409 and f"re-run {rerun['number']}" in refused.json()["detail"]
+    assert (await api.client.delete(f"/api/v1/runs/{rerun['id']}")).status_code == 204
+    assert (await api.client.delete(f"/api/v1/runs/{source['id']}")).status_code == 204

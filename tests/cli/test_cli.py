@@ -168,6 +168,18 @@ def test_runs_and_rollouts(cli: Cli, live_server: Any, tmp_path: Path) -> None:
     client.close()
 
 
+def test_delete_a_rollout_and_a_run(cli: Cli, live_server: Any, tmp_path: Path) -> None:
+    client, run, attempts = make_run(live_server, tmp_path)
+    handle = f"{run.number}/{attempts[1].attempt}"
+    kept = cli("rollouts", "delete", handle, stdin="n\n", expect=1)  # answered no: nothing happens
+    assert "Nothing deleted" in kept.stderr
+    assert f"Deleted rollout {handle}" in cli("rollouts", "delete", handle, stdin="y\n").stdout
+    assert [r["id"] for r in cli.json("rollouts", "list", "--run", run.id)] == [attempts[0].id]
+    assert f"Deleted run {run.number} and its 1 rollout(s)" in cli("runs", "delete", str(run.number), "--yes").stdout
+    cli("runs", "show", str(run.number), expect=4)
+    client.close()
+
+
 def test_export_and_import(cli: Cli, live_server: Any, tmp_path: Path) -> None:
     client, run, attempts = make_run(live_server, tmp_path)
     target = tmp_path / "export.jsonl"

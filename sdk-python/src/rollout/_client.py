@@ -465,6 +465,11 @@ class Client:
         """A run by id or number."""
         return Run(self, RunInfo.model_validate(self._t.request("GET", f"/runs/{ref}")))
 
+    def delete_run(self, ref: str | int) -> None:
+        """Delete a run and everything recorded in it: rollouts, trace events, scores. Irreversible. A run that
+        re-runs were made from is refused (ConflictError) until those are deleted."""
+        self._t.request("DELETE", f"/runs/{ref}")
+
     def list_runs(self, *, limit: int | None = None, **filter_values: Any) -> Iterator[RunInfo]:
         """Runs, newest first. Filters: status, workflow_name, group_id, dataset, agent_name, model, tag."""
         for item in self._t.paginate("/runs", filters(RUN_FILTERS, filter_values), limit=limit):
@@ -484,6 +489,10 @@ class Client:
             detail.events.extend(Event.model_validate(e) for e in rest)
             detail.events_next_cursor = None
         return detail
+
+    def delete_rollout(self, rollout_id: str) -> None:
+        """Delete a rollout with its trace events and scores. Irreversible."""
+        self._t.request("DELETE", f"/rollouts/{rollout_id}")
 
     def list_events(self, rollout_id: str) -> Iterator[Event]:
         for item in self._t.paginate(f"/rollouts/{rollout_id}/events", page_size=1000):

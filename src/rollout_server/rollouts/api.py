@@ -92,6 +92,13 @@ def get_rollout(rollout_id: str, caller: CurrentCaller, session: ReadSession, ct
     return service.rollout_detail(session, ctx.store, rollout, ctx.settings.base_url, events_limit)
 
 
+@router.delete("/rollouts/{rollout_id}", status_code=204, response_class=Response)
+def delete_rollout(rollout_id: str, caller: CurrentCaller, session: WriteSession) -> Response:
+    """Delete a rollout with its trace events and scores. Irreversible."""
+    service.delete_rollout(session, caller.workspace_id, rollout_id)
+    return Response(status_code=204)
+
+
 @router.get("/rollouts/{rollout_id}/events", response_model=Page[EventOut])
 def list_events(rollout_id: str, caller: CurrentCaller, session: ReadSession, ctx: Ctx,
                 cursor: str | None = None, limit: int = Query(500, ge=1, le=MAX_LIMIT)) -> Page[EventOut]:

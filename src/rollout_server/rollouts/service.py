@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from ..common.idempotency import create_once, replay, request_digest
@@ -33,6 +33,14 @@ def get_rollout(session: Session, workspace_id: str, rollout_id: str, *, for_upd
     if rollout is None:
         raise NotFound(f"No rollout {rollout_id} in this workspace.")
     return rollout
+
+
+def delete_rollout(session: Session, workspace_id: str, rollout_id: str) -> None:
+    """Delete a rollout with its events, scores and jobs (the database cascades). Its run's aggregates are
+    computed on read, so they follow; the attempt number is not reused."""
+    rollout = get_rollout(session, workspace_id, rollout_id, for_update=True)
+    session.execute(delete(Rollout).where(Rollout.id == rollout.id, Rollout.workspace_id == workspace_id))
+    session.expunge(rollout)
 
 
 def get_by_attempt(session: Session, workspace_id: str, run_ref: str, attempt: int) -> Rollout:

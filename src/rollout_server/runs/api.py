@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import Query
+from fastapi import Query, Response
 
 from ..api.deps import Ctx, CurrentCaller, ReadSession, WriteSession
 from ..api.routing import api_router
@@ -56,6 +56,13 @@ def finish_run(run: str, body: RunFinish, caller: CurrentCaller, session: WriteS
     """Mark a run finished (or failed, cancelled)."""
     found = service.finish_run(session, caller.workspace_id, run, body.status)
     return service.run_detail(session, found, ctx.settings.base_url)
+
+
+@router.delete("/runs/{run}", status_code=204, response_class=Response)
+def delete_run(run: str, caller: CurrentCaller, session: WriteSession) -> Response:
+    """Delete a run and everything recorded in it: rollouts, trace events, scores, scoring jobs. Irreversible."""
+    service.delete_run(session, caller.workspace_id, run)
+    return Response(status_code=204)
 
 
 @router.get("/runs/{run}/tasks", response_model=Page[RunTaskItem])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from ..common.idempotency import create_once, replay, request_digest
@@ -110,6 +111,19 @@ def finish_run(session: Session, workspace_id: str, ref: str, status: str) -> Ru
     run.finished_at = utcnow()
     session.flush()
     return run
+
+
+def delete_run(session: Session, workspace_id: str, ref: str) -> None:
+    """Delete a run with its rollouts, events, scores and jobs (the database cascades). Its number is not
+    reused. A run that re-runs are made from is refused (409): their task lists are read from its rollouts.
+    Payload blobs stay in the store: they are content-addressed, so other events or files may share them."""
+    run = resolve_run(session, workspace_id, ref, for_update=True)
+    reruns = session.scalars(select(Run.number).where(Run.rerun_of_id == run.id).order_by(Run.number)).all()
+    if reruns:
+        raise Conflict(f"Run {run.number} is the source of re-run {', '.join(map(str, reruns))}, whose tasks are "
+                       "read from its rollouts; delete the re-runs first.")
+    session.execute(delete(Run).where(Run.id == run.id, Run.workspace_id == workspace_id))
+    session.expunge(run)
 
 
 def runs_out(session: Session, runs: list[Run], base_url: str) -> list[RunOut]:

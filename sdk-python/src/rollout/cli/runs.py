@@ -124,6 +124,42 @@ def show_run(
         console.print(rollouts_table(latest))
 
 
+@runs_app.command("delete")
+@command
+def delete_run(
+    run: Annotated[str, typer.Argument(help="Run number or id.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask first.")] = False,
+) -> None:
+    """Delete a run and everything recorded in it (rollouts, trace events, scores). Irreversible."""
+    client = State.client()
+    found = client.get_run(run)
+    count = found.info.aggregates.rollout_count if found.info.aggregates else 0
+    what = f"run {found.number} and its {count} rollout(s)"
+    _confirm(f"Delete {what} ({found.id})?", yes)
+    client.delete_run(found.id)
+    console.print(f"Deleted {what}.")
+
+
+@rollouts_app.command("delete")
+@command
+def delete_rollout(
+    ref: Annotated[str, typer.Argument(help="Rollout id (ro_…) or RUN/ATTEMPT, e.g. 47/3.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask first.")] = False,
+) -> None:
+    """Delete one rollout with its trace events and scores. Irreversible."""
+    client = State.client()
+    found = client.get_rollout(ref, events=False)
+    what = f"rollout {found.run_number}/{found.attempt}"
+    _confirm(f"Delete {what} ({found.id})?", yes)
+    client.delete_rollout(found.id)
+    console.print(f"Deleted {what}.")
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if not yes and not typer.confirm(question):
+        raise fail("Nothing deleted.")
+
+
 @rollouts_app.command("list")
 @command
 def list_rollouts(
