@@ -42,17 +42,12 @@ async def login(request: Request, ctx: Ctx, session: SessionDep) -> Response:
     email = str(form.get("email") or "").strip().lower()
     password = str(form.get("password") or "")
     target = safe_next(str(form.get("next") or "/"))
-    throttle: SignInThrottle = request.app.state.sign_in_throttle
-    address = request.client.host if request.client else None
+    throttle, address = _throttle(request)
     wait = throttle.retry_after(email, address)
     if wait is not None:
-        minutes = max(1, math.ceil(wait / 60))
-        response = render(request, "auth/login.html", {
-            "next": target, "email": email,
-            "error": f"Too many failed sign-ins. Try again in {minutes} minute{'s' if minutes > 1 else ''}.",
-        }, status_code=429)
-        response.headers["retry-after"] = str(wait)
-        return response
+        return _paused(render(request, "auth/login.html", {
+            "next": target, "email": email, "error": f"Too many failed sign-ins. Try again in {_minutes(wait)}.",
+        }, status_code=429), wait)
 
     def check() -> tuple[bool, User | None]:
         with ctx.db.reading() as db:
@@ -81,8 +76,7 @@ def account_page(request: Request, user: SignedIn) -> Response:
 async def change_password(request: Request, ctx: Ctx, session: SessionDep, user: SignedIn) -> Response:
     form = await request.form()
     current, new, repeat = (str(form.get(name) or "") for name in ("current", "new", "repeat"))
-    throttle: SignInThrottle = request.app.state.sign_in_throttle
-    address = request.client.host if request.client else None
+    throttle, address = _throttle(request)
 
     def again(error: str, status: int) -> Response:
         return render(request, "auth/account.html", {"user": user, "error": error}, status_code=status)
@@ -90,7 +84,7 @@ async def change_password(request: Request, ctx: Ctx, session: SessionDep, user:
     # Guessing the current password here is guessing a sign-in: the same throttle counts it.
     wait = throttle.retry_after(user.email, address)
     if wait is not None:
-        return again(f"Too many wrong passwords. Try again in {max(1, math.ceil(wait / 60))} minutes.", 429)
+        return _paused(again(f"Too many wrong passwords. Try again in {_minutes(wait)}.", 429), wait)
     if new != repeat:
         return again("The two new passwords differ.", 422)
 
@@ -143,6 +137,22 @@ def workspace_picker(request: Request, ctx: Ctx, user: SignedIn) -> Response:
 @router.get("/w/{workspace_id}")
 def workspace_home(access: WorkspaceAccess) -> Response:
     return RedirectResponse(f"/w/{access.workspace_id}/traces", status_code=303)
+
+
+def _throttle(request: Request) -> tuple[SignInThrottle, str | None]:
+    """The app's sign-in throttle and the client address it counts by."""
+    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    return throttle, request.client.host if request.client else None
+
+
+def _paused(response: Response, wait: int) -> Response:
+    response.headers["retry-after"] = str(wait)
+    return response
+
+
+def _minutes(wait: int) -> str:
+    minutes = max(1, math.ceil(wait / 60))
+    return f"{minutes} minute{'s' if minutes > 1 else ''}"
 
 
 @cache
