@@ -32,6 +32,24 @@ async def test_export_then_import_gives_the_same_tasks_and_bytes(api: Tenant, fm
     assert (again.json()["changed"], again.json()["version"], again.json()["unchanged"]) == (False, 1, 4)
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "harbor"])
+async def test_a_version_exports_to_the_same_bytes_whenever_it_is_downloaded(
+        api: Tenant, fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Zip entries carry a fixed time, not the clock's: two downloads a minute apart are byte-identical."""
+    import time
+
+    source = await varied_dataset(api.client, f"src-{uuid.uuid4().hex[:6]}")
+    first = await api.client.get(f"{API}/datasets/{source['id']}/export", params={"format": fmt})
+    later = time.time() + 61
+    monkeypatch.setattr(time, "time", lambda: later)
+    monkeypatch.setattr(time, "localtime", lambda seconds=None: time.gmtime(later if seconds is None else seconds))
+    second = await api.client.get(f"{API}/datasets/{source['id']}/export", params={"format": fmt})
+    assert first.content == second.content
+    archive = zipfile.ZipFile(io.BytesIO(first.content))
+    assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+    assert all(info.compress_type == zipfile.ZIP_DEFLATED for info in archive.infolist())
+
+
 async def test_jsonl_zip_layout_and_files_stored_once(api: Tenant) -> None:
     source = await varied_dataset(api.client, f"src-{uuid.uuid4().hex[:6]}")
     exported = await api.client.get(f"{API}/datasets/{source['id']}/export")

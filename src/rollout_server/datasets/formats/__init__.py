@@ -100,7 +100,7 @@ def export_dataset(ctx: AppContext, workspace_id: str, dataset_id: str, name: st
         yield from _write_harbor(ctx, archive, stream, reader, dataset_id, name, description, version)
     else:
         wanted: dict[tuple[str, str], File] = {}
-        with archive.open(jsonl.TASKS_NAME, "w", force_zip64=True) as out:
+        with archive.open(_entry(jsonl.TASKS_NAME), "w", force_zip64=True) as out:
             for page in export_pages(ctx, dataset_id, version):
                 for task in page:
                     out.write(jsonl.task_line(task, with_paths=True))
@@ -113,9 +113,22 @@ def export_dataset(ctx: AppContext, workspace_id: str, dataset_id: str, name: st
     yield stream.take()
 
 
+# Every entry carries the same fixed time (the zip format's earliest) instead of the clock's: the same dataset
+# version exports to the same bytes, whenever it is downloaded.
+_ENTRY_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def _entry(path: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(path, date_time=_ENTRY_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info._compresslevel = 1  # type: ignore[attr-defined]  # as the archive's own default; ZipInfo has no public field
+    info.external_attr = 0o644 << 16  # a regular file, readable by all
+    return info
+
+
 def _write_file(archive: zipfile.ZipFile, stream: ZipStream, reader: FileReader, path: str,
                 file: File) -> Iterator[bytes]:
-    with archive.open(path, "w", force_zip64=True) as out:
+    with archive.open(_entry(path), "w", force_zip64=True) as out:
         for chunk in reader.chunks(file):
             out.write(chunk)
             yield stream.take()
@@ -133,9 +146,9 @@ def _write_harbor(ctx: AppContext, archive: zipfile.ZipFile, stream: ZipStream, 
             used.add(folder)
             listed.append((task.key, folder))
             paths = harbor.file_paths(task)
-            archive.writestr(f"{folder}/instruction.md", task.instruction)
-            archive.writestr(f"{folder}/task.toml", harbor.task_toml(task, paths))
+            archive.writestr(_entry(f"{folder}/instruction.md"), task.instruction)
+            archive.writestr(_entry(f"{folder}/task.toml"), harbor.task_toml(task, paths))
             for path, file in zip(paths, task.files, strict=True):
                 yield from _write_file(archive, stream, reader, f"{folder}/{path}", file)
         yield stream.take()
-    archive.writestr("dataset.toml", harbor.dataset_toml(name, description, version, listed))
+    archive.writestr(_entry("dataset.toml"), harbor.dataset_toml(name, description, version, listed))
